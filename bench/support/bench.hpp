@@ -1,0 +1,29 @@
+// Shared by every benchmark binary: the --smoke flag (CI-sized data), and a
+// reporter that prints each benchmark's throughput as a ratio of its
+// workload's reference measured in the same run.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ingest::bench {
+
+struct Config {
+  bool smoke = false;  ///< CI-sized data: run fast, prove the binary works
+};
+
+/// Defined by each benchmark binary: registers its benchmarks.
+void register_benchmarks(const Config& config);
+
+/// Declares `reference` (a benchmark name) the limit that benchmarks whose
+/// name starts with `prefix` are compared with.
+void set_reference(const std::string& prefix, const std::string& reference);
+
+/// Prints a line under the results (e.g. a measured property of the workload).
+void note(const std::string& line);
+
+}  // namespace ingest::bench

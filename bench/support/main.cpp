@@ -1,0 +1,86 @@
+// main() of every benchmark binary: parses --smoke, runs the benchmarks and
+// prints the ratios against their references.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/bench.hpp"
+
+namespace ingest::bench {
+namespace {
+
+struct State {
+  std::vector<std::pair<std::string, std::string>> references;  // prefix, reference
+  std::vector<std::string> notes;
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+// Remembers the rate of every run as it is reported.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      auto it = run.counters.find("items_per_second");
+      if (it != run.counters.end()) rates_[run.benchmark_name()] = it->second.value;
+    }
+  }
+
+  void print_ratios() const {
+    bool header = false;
+    for (const auto& [prefix, reference] : state().references) {
+      auto ref = rates_.find(reference);
+      if (ref == rates_.end() || ref->second <= 0) continue;
+      for (const auto& [name, rate] : rates_) {
+        if (name == reference || name.rfind(prefix, 0) != 0) continue;
+        if (!header) {
+          std::printf("\nRatios against the reference measured in this run (items/s):\n");
+          header = true;
+        }
+        std::printf("  %-58s %8.3f x  %s (%.4g/s vs %.4g/s)\n", name.c_str(), rate / ref->second,
+                    reference.c_str(), rate, ref->second);
+      }
+    }
+    for (const auto& line : state().notes) std::printf("%s\n", line.c_str());
+  }
+
+ private:
+  std::map<std::string, double> rates_;
+};
+
+}  // namespace
+
+void set_reference(const std::string& prefix, const std::string& reference) {
+  state().references.emplace_back(prefix, reference);
+}
+void note(const std::string& line) { state().notes.push_back(line); }
+
+}  // namespace ingest::bench
+
+int main(int argc, char** argv) {
+  ingest::bench::Config config;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--smoke") == 0) {
+      config.smoke = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  ingest::bench::register_benchmarks(config);
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  ingest::bench::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_ratios();
+  benchmark::Shutdown();
+  return 0;
+}

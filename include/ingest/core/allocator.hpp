@@ -1,0 +1,332 @@
+// Memory for Tensors: the Allocator hook, aligned host memory, and a reusing
+// pool so that steady-state batching does not call malloc. The process-wide
+// default pool keeps small per-thread caches ("magazines"), so a thread that
+// allocates and a thread that frees exchange blocks in groups under one lock
+// rather than one lock per block. Other allocators (pinned memory for the
+// device loader) plug in as a PoolAllocator's upstream.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+/// Every tensor buffer starts on this boundary (a cache line; enough for AVX-512).
+inline constexpr std::size_t tensor_alignment = 64;
+
+/// Where an allocator's memory lives.
+enum class MemoryKind : std::uint8_t {
+  host,    ///< ordinary pageable host memory
+  pinned,  ///< page-locked host memory (cudaHostAlloc), DMA-able
+  device,  ///< accelerator memory, not addressable from the host
+};
+
+/// The allocator hook. Implementations must be thread-safe.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  /// Returns `bytes` bytes aligned to tensor_alignment. Throws std::bad_alloc or an ingest::Error.
+  virtual void* allocate(std::size_t bytes) = 0;
+  /// Returns memory from allocate(bytes) with the same `bytes`.
+  virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+  virtual MemoryKind memory_kind() const noexcept { return MemoryKind::host; }
+  bool host_accessible() const noexcept { return memory_kind() != MemoryKind::device; }
+};
+
+/// Aligned operator new / delete.
+class HostAllocator final : public Allocator {
+ public:
+  void* allocate(std::size_t bytes) override {
+    return ::operator new (bytes == 0 ? 1 : bytes, std::align_val_t{tensor_alignment});
+  }
+  void deallocate(void* p, std::size_t) noexcept override {
+    ::operator delete (p, std::align_val_t{tensor_alignment});
+  }
+};
+
+/// The process-wide aligned host allocator (no pooling).
+inline HostAllocator& host_allocator() {
+  static HostAllocator allocator;
+  return allocator;
+}
+
+/// Counters of a PoolAllocator.
+struct PoolStats {
+  std::size_t bytes_cached = 0;            ///< free bytes held for reuse (shared lists only)
+  std::size_t bytes_from_upstream = 0;     ///< bytes currently obtained from upstream
+  std::uint64_t upstream_allocations = 0;  ///< calls to upstream.allocate() so far
+};
+
+/// Caches freed blocks by size class (four classes per power of two, from 64 B
+/// to 1 GiB; larger requests go straight upstream) and hands them out again.
+/// Thread-safe; one mutex guards the shared free lists.
+class PoolAllocator : public Allocator {
+ public:
+  struct Options {
+    /// Free bytes kept for reuse; beyond this, freed blocks go back upstream.
+    std::size_t max_cached_bytes = std::size_t{1} << 30;
+  };
+
+  explicit PoolAllocator(Allocator& upstream) : PoolAllocator(upstream, Options{}) {}
+  PoolAllocator(Allocator& upstream, Options options) : upstream_(upstream), options_(options) {}
+  PoolAllocator(const PoolAllocator&) = delete;
+  PoolAllocator& operator=(const PoolAllocator&) = delete;
+  ~PoolAllocator() override { trim(); }
+
+  void* allocate(std::size_t bytes) override {
+    const std::size_t cls = size_class(bytes);
+    if (cls >= num_classes) return upstream_allocate(bytes);
+    {
+      std::lock_guard lock(mu_);
+      auto& list = free_[cls];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        bytes_cached_ -= class_bytes(cls);
+        return p;
+      }
+    }
+    return upstream_allocate(class_bytes(cls));
+  }
+
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    const std::size_t cls = size_class(bytes);
+    if (cls >= num_classes) return upstream_deallocate(p, bytes);
+    {
+      std::lock_guard lock(mu_);
+      if (bytes_cached_ + class_bytes(cls) <= options_.max_cached_bytes) {
+        try {
+          free_[cls].push_back(p);
+          bytes_cached_ += class_bytes(cls);
+          return;
+        } catch (...) {  // no memory for the list: give the block back instead
+        }
+      }
+    }
+    upstream_deallocate(p, class_bytes(cls));
+  }
+
+  MemoryKind memory_kind() const noexcept override { return upstream_.memory_kind(); }
+
+  /// Returns every cached block to upstream.
+  void trim() noexcept {
+    std::array<std::vector<void*>, num_classes> lists;
+    {
+      std::lock_guard lock(mu_);
+      lists.swap(free_);
+      bytes_cached_ = 0;
+    }
+    for (std::size_t c = 0; c < num_classes; ++c) {
+      for (void* p : lists[c]) upstream_deallocate(p, class_bytes(c));
+    }
+  }
+
+  PoolStats stats() const {
+    std::lock_guard lock(mu_);
+    return {bytes_cached_, bytes_from_upstream_.load(std::memory_order_relaxed),
+            upstream_allocations_.load(std::memory_order_relaxed)};
+  }
+
+  /// Size classes: 2^k * {1, 1.25, 1.5, 1.75} for k = 6..30, then 2^31.
+  static constexpr std::size_t num_classes = (30 - 6) * 4 + 1;
+  static constexpr std::size_t size_class(std::size_t bytes) noexcept {
+    if (bytes <= 64) return 0;
+    if (bytes > (std::size_t{1} << 30)) return num_classes;
+    const std::size_t k = std::bit_width(bytes - 1) - 1;  // 2^k < bytes <= 2^(k+1)
+    const std::size_t step = std::size_t{1} << (k - 2);
+    const std::size_t j = (bytes - (std::size_t{1} << k) + step - 1) / step;  // 1..4
+    return (k - 6) * 4 + j;
+  }
+  static constexpr std::size_t class_bytes(std::size_t cls) noexcept {
+    const std::size_t k = cls / 4 + 6;
+    return (std::size_t{1} << k) + (cls % 4) * (std::size_t{1} << (k - 2));
+  }
+
+ protected:
+  // Moves up to `n` cached blocks of class `cls` into `out`; returns how many.
+  std::size_t take_cached(std::size_t cls, void** out, std::size_t n) {
+    std::lock_guard lock(mu_);
+    auto& list = free_[cls];
+    const std::size_t k = std::min(n, list.size());
+    std::copy(list.end() - static_cast<std::ptrdiff_t>(k), list.end(), out);
+    list.resize(list.size() - k);
+    bytes_cached_ -= k * class_bytes(cls);
+    return k;
+  }
+  // Caches `n` blocks of class `cls` (or frees those beyond the budget).
+  void give_cached(std::size_t cls, void* const* blocks, std::size_t n) noexcept {
+    std::size_t kept = 0;
+    {
+      std::lock_guard lock(mu_);
+      try {
+        for (; kept < n && bytes_cached_ + class_bytes(cls) <= options_.max_cached_bytes; ++kept) {
+          free_[cls].push_back(blocks[kept]);
+          bytes_cached_ += class_bytes(cls);
+        }
+      } catch (...) {
+      }
+    }
+    for (std::size_t i = kept; i < n; ++i) upstream_deallocate(blocks[i], class_bytes(cls));
+  }
+  void* upstream_allocate(std::size_t bytes) {
+    void* p = upstream_.allocate(bytes);
+    bytes_from_upstream_.fetch_add(bytes, std::memory_order_relaxed);
+    upstream_allocations_.fetch_add(1, std::memory_order_relaxed);
+    return p;
+  }
+  void upstream_deallocate(void* p, std::size_t bytes) noexcept {
+    bytes_from_upstream_.fetch_sub(bytes, std::memory_order_relaxed);
+    upstream_.deallocate(p, bytes);
+  }
+
+ private:
+  Allocator& upstream_;
+  Options options_;
+  mutable std::mutex mu_;
+  std::array<std::vector<void*>, num_classes> free_;
+  std::size_t bytes_cached_ = 0;
+  std::atomic<std::size_t> bytes_from_upstream_{0};
+  std::atomic<std::uint64_t> upstream_allocations_{0};
+};
+
+namespace detail {
+
+// The default pool: a PoolAllocator over host memory whose small classes
+// (up to 1 MiB) go through per-thread magazines of up to 16 blocks. A thread
+// refills or spills half a magazine at a time, so a producer thread and a
+// consumer thread exchange blocks eight at a time. The instance is immortal
+// (never destroyed), so exiting threads can always flush into it.
+class CachingHostPool final : public PoolAllocator {
+ public:
+  static CachingHostPool& instance() {
+    static CachingHostPool* pool = new CachingHostPool();  // immortal on purpose
+    return *pool;
+  }
+
+  void* allocate(std::size_t bytes) override {
+    const std::size_t cls = size_class(bytes);
+    if (cls >= cached_classes) return PoolAllocator::allocate(bytes);
+    Magazine& m = magazines().slot[cls];
+    if (m.count == 0) m.count = static_cast<std::uint32_t>(take_cached(cls, m.blocks, refill));
+    if (m.count != 0) return m.blocks[--m.count];
+    return upstream_allocate(class_bytes(cls));
+  }
+
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    const std::size_t cls = size_class(bytes);
+    if (cls >= cached_classes) return PoolAllocator::deallocate(p, bytes);
+    Magazine& m = magazines().slot[cls];
+    if (m.count == capacity) {
+      m.count -= refill;
+      give_cached(cls, m.blocks + m.count, refill);
+    }
+    m.blocks[m.count++] = p;
+  }
+
+ private:
+  static constexpr std::size_t cached_classes = size_class(std::size_t{1} << 20) + 1;
+  static constexpr std::uint32_t capacity = 16;
+  static constexpr std::uint32_t refill = capacity / 2;
+
+  struct Magazine {
+    void* blocks[capacity];
+    std::uint32_t count = 0;
+  };
+  struct Magazines {
+    std::array<Magazine, cached_classes> slot{};
+    ~Magazines() {
+      auto& pool = instance();
+      for (std::size_t c = 0; c < cached_classes; ++c) {
+        pool.give_cached(c, slot[c].blocks, slot[c].count);
+      }
+    }
+  };
+  static Magazines& magazines() {
+    thread_local Magazines m;
+    return m;
+  }
+
+  CachingHostPool() : PoolAllocator(host_allocator()) {}
+};
+
+}  // namespace detail
+
+/// The process-wide pooled host allocator every Tensor uses unless told otherwise.
+inline Allocator& default_allocator() { return detail::CachingHostPool::instance(); }
+
+namespace detail {
+
+// A reference-counted buffer. For host-accessible allocators the header sits
+// in the first tensor_alignment bytes of the allocation itself, so a tensor
+// costs one (pooled) allocation; for device memory it is allocated apart.
+struct Block {
+  std::atomic<std::int64_t> refs{1};
+  Allocator* allocator = nullptr;  // null for external memory
+  std::byte* data = nullptr;
+  std::size_t capacity = 0;  // usable bytes at `data`
+  bool header_inline = false;
+  MemoryKind kind = MemoryKind::host;
+};
+static_assert(sizeof(Block) <= tensor_alignment);
+
+struct ExternalBlock : Block {
+  std::function<void()> release;
+};
+
+inline Block* allocate_block(Allocator& allocator, std::size_t bytes) {
+  if (allocator.host_accessible()) {
+    auto* raw = static_cast<std::byte*>(allocator.allocate(bytes + tensor_alignment));
+    auto* b = new (raw) Block();
+    b->allocator = &allocator;
+    b->data = raw + tensor_alignment;
+    b->capacity = bytes;
+    b->header_inline = true;
+    b->kind = allocator.memory_kind();
+    return b;
+  }
+  auto* b = new Block();
+  try {
+    b->data = static_cast<std::byte*>(allocator.allocate(bytes));
+  } catch (...) {
+    delete b;
+    throw;
+  }
+  b->allocator = &allocator;
+  b->capacity = bytes;
+  b->kind = allocator.memory_kind();
+  return b;
+}
+
+inline void retain(Block* b) noexcept {
+  if (b) b->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+inline void release(Block* b) noexcept {
+  if (!b || b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (!b->allocator) {
+    auto* e = static_cast<ExternalBlock*>(b);
+    if (e->release) e->release();
+    delete e;
+  } else if (b->header_inline) {
+    Allocator* a = b->allocator;
+    const std::size_t total = b->capacity + tensor_alignment;
+    b->~Block();
+    a->deallocate(b, total);
+  } else {
+    b->allocator->deallocate(b->data, b->capacity);
+    delete b;
+  }
+}
+
+}  // namespace detail
+}  // namespace ingest

@@ -1,0 +1,121 @@
+// Type erasure, in exactly one opt-in place: AnyDataset<T> holds any dataset
+// of T behind one virtual interface, for storing pipelines, returning them
+// across translation units or choosing between pipelines of different types.
+// tf.data counterpart: every tf.data dataset is erased; here only this one is.
+// The erased iterator also offers bulk fill() (one virtual call per chunk), so
+// a batch after the erasure boundary does not pay a virtual call per element.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+
+namespace ingest {
+
+/// An iterator of T of any concrete type.
+template <class T>
+class AnyIterator {
+ public:
+  using value_type = T;
+
+  // The self-type check comes first so that checking the concept on
+  // AnyIterator itself does not recurse into this constructor.
+  template <class It>
+  requires(!std::is_same_v<std::remove_cvref_t<It>, AnyIterator>) &&
+      iterator<It>&& std::is_same_v<typename It::value_type, T> explicit AnyIterator(It it)
+      : impl_(std::make_unique<Model<It>>(std::move(it))) {}
+
+  std::optional<T> next() {
+    std::optional<T> out;
+    impl_->next(out);
+    return out;
+  }
+  std::size_t fill(std::span<T> out) { return impl_->fill(out); }
+
+ private:
+  struct Concept {
+    virtual ~Concept() = default;
+    // Writes into the caller's optional rather than returning one: returned
+    // through the stack, GCC stores the engaged flag as a byte and reloads it
+    // as a word, a store-forwarding stall that cost ~10 ns per element.
+    virtual void next(std::optional<T>& out) = 0;
+    virtual std::size_t fill(std::span<T> out) = 0;
+  };
+
+  template <class It>
+  struct Model final : Concept {
+    explicit Model(It i) : it(std::move(i)) {}
+    void next(std::optional<T>& out) override {
+      if (deferred) [[unlikely]] {
+        std::rethrow_exception(std::exchange(deferred, nullptr));
+      }
+      out = it.next();
+    }
+    std::size_t fill(std::span<T> out) override {
+      if constexpr (bulk_iterator<It>) {
+        if (deferred) return 0;
+        return it.fill(out);
+      } else if constexpr (!std::is_move_assignable_v<T>) {
+        return 0;
+      } else {
+        // Give any iterator the bulk protocol: an element's error stops the
+        // chunk and is rethrown by the next call to next().
+        std::size_t n = 0;
+        if (deferred) return 0;
+        try {
+          while (n < out.size()) {
+            auto x = it.next();
+            if (!x) break;
+            out[n++] = std::move(*x);
+          }
+        } catch (...) {
+          deferred = std::current_exception();
+        }
+        return n;
+      }
+    }
+    It it;
+    std::exception_ptr deferred;
+  };
+
+  std::unique_ptr<Concept> impl_;
+};
+
+/// A dataset of T of any concrete type. Copies share the erased dataset.
+template <class T>
+class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
+ public:
+  /// Erases `d`; implicit, so `AnyDataset<T> ds = range(10).map(f);` works.
+  template <class D>
+  requires(!std::is_same_v<std::remove_cvref_t<D>, AnyDataset>) &&
+      dataset<D>&& std::is_same_v<typename D::element_type, T> AnyDataset(D d)
+      : impl_(std::make_shared<const Model<D>>(std::move(d))) {
+  }  // NOLINT(google-explicit-constructor)
+
+  AnyIterator<T> make_iterator(const IteratorContext& ctx) const {
+    return impl_->make_iterator(ctx);
+  }
+
+ private:
+  struct Concept {
+    virtual ~Concept() = default;
+    virtual AnyIterator<T> make_iterator(const IteratorContext& ctx) const = 0;
+  };
+  template <class D>
+  struct Model final : Concept {
+    explicit Model(D d) : ds(std::move(d)) {}
+    AnyIterator<T> make_iterator(const IteratorContext& ctx) const override {
+      return AnyIterator<T>(ds.make_iterator(ctx));
+    }
+    D ds;
+  };
+
+  std::shared_ptr<const Concept> impl_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,169 @@
+// The dataset base: every dataset derives from DatasetBase<Derived, T> (CRTP)
+// and so gets the stage member functions (map, filter, batch, ...), each of
+// which returns a new dataset wrapping a copy of this one. tf.data
+// counterpart: DatasetBase plus the Python Dataset methods. A dataset is an
+// immutable description and cheap to copy; iterator() starts a pass over it.
+//
+// The stage classes are declared here and defined in their own headers;
+// include <ingest/ingest.hpp> to use them.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "ingest/core/context.hpp"
+#include "ingest/core/iterator.hpp"
+#include "ingest/core/options.hpp"
+
+namespace ingest {
+
+/// A dataset: has `element_type` and `make_iterator(const IteratorContext&)`.
+template <class D>
+concept dataset = requires(const D& d, const IteratorContext& ctx) {
+  typename D::element_type;
+  { d.make_iterator(ctx) } -> iterator;
+};
+
+/// The iterator type of dataset D.
+template <class D>
+using iterator_t =
+    decltype(std::declval<const D&>().make_iterator(std::declval<const IteratorContext&>()));
+
+template <class Input, class F>
+class MapDataset;
+template <class Input, class Pred>
+class FilterDataset;
+template <class Input>
+class TakeDataset;
+template <class Input>
+class SkipDataset;
+template <class Input>
+class RepeatDataset;
+template <class Input>
+class EnumerateDataset;
+template <class Input>
+class BatchDataset;
+template <class Input>
+class PaddedBatchDataset;
+template <class Input>
+class UnbatchDataset;
+template <class Input>
+class ShardDataset;
+template <class Input>
+class IgnoreErrorsDataset;
+template <class... Inputs>
+class ZipDataset;
+template <class First, class Second>
+class ConcatenateDataset;
+template <class T>
+class AnyDataset;
+
+/// The iterator handed to users by Dataset::iterator(): the pipeline's
+/// outermost stage iterator, plus (as the runtime grows) pipeline-wide state.
+template <iterator It>
+class PipelineIterator {
+ public:
+  using value_type = typename It::value_type;
+
+  explicit PipelineIterator(It it) : it_(std::move(it)) {}
+
+  /// The next element, or std::nullopt at the end. Rethrows an element's error
+  /// (an ingest::Error with its stage and position); iteration may continue.
+  std::optional<value_type> next() { return it_.next(); }
+  /// Bulk form of next(); see iterator.hpp.
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<It> { return it_.fill(out); }
+
+ private:
+  It it_;
+};
+
+template <class Derived, class T>
+class DatasetBase {
+ public:
+  using element_type = T;
+
+  /// Starts a pass over the dataset.
+  auto iterator() const { return PipelineIterator(self().make_iterator(IteratorContext{})); }
+  /// A range-for over one pass: `for (auto&& x : ds)`.
+  auto begin() const { return detail::InputIterator(self().make_iterator(IteratorContext{})); }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  /// Applies `f` to every element (tf: map). `f` takes the element by value,
+  /// rvalue or const reference; an exception from it surfaces from next() as
+  /// the element's error (FunctionError wrapping it, with the element index).
+  template <class F>
+  auto map(F f) const {
+    static_assert(std::is_invocable_v<F&, T&&>,
+                  "map: the function cannot be called with this dataset's element type");
+    static_assert(!std::is_void_v<std::invoke_result_t<F&, T&&>>,
+                  "map: the function must return the new element (it returns void)");
+    return MapDataset<Derived, F>(self(), std::move(f));
+  }
+
+  /// Keeps the elements for which `pred(const T&)` is true (tf: filter).
+  template <class Pred>
+  auto filter(Pred pred) const {
+    static_assert(std::is_invocable_r_v<bool, Pred&, const T&>,
+                  "filter: the predicate must be callable with const element& and return bool");
+    return FilterDataset<Derived, Pred>(self(), std::move(pred));
+  }
+
+  /// The first `count` elements; -1 means all (tf: take).
+  auto take(std::int64_t count) const { return TakeDataset<Derived>(self(), count); }
+  /// All but the first `count` elements; -1 skips everything (tf: skip).
+  auto skip(std::int64_t count) const { return SkipDataset<Derived>(self(), count); }
+  /// The dataset `count` times over, -1 for forever (tf: repeat). Each epoch
+  /// is a new pass over the input. Stops if an epoch is empty.
+  auto repeat(std::int64_t count = -1) const { return RepeatDataset<Derived>(self(), count); }
+  /// Pairs each element with its index: std::pair<std::int64_t, T> (tf: enumerate).
+  auto enumerate(std::int64_t start = 0) const { return EnumerateDataset<Derived>(self(), start); }
+
+  /// Stacks `batch_size` consecutive elements with batch_traits<T> (tf: batch).
+  /// A batch containing a failed element fails as a whole.
+  auto batch(std::int64_t batch_size, BatchOptions options = {}) const {
+    return BatchDataset<Derived>(self(), batch_size, options);
+  }
+  /// Like batch, padding elements of varying shape (tf: padded_batch).
+  auto padded_batch(std::int64_t batch_size, PaddedBatchOptions options = {}) const {
+    return PaddedBatchDataset<Derived>(self(), batch_size, std::move(options));
+  }
+  /// Splits each batch back into elements with unbatch_traits<T> (tf: unbatch).
+  auto unbatch() const { return UnbatchDataset<Derived>(self()); }
+
+  /// Tuples of this dataset's and the others' elements; stops at the shortest (tf: zip).
+  template <dataset... Others>
+  auto zip(const Others&... others) const {
+    return ZipDataset<Derived, Others...>(self(), others...);
+  }
+  /// This dataset's elements, then `other`'s (tf: concatenate).
+  template <dataset Other>
+  auto concatenate(const Other& other) const {
+    static_assert(std::is_same_v<T, typename Other::element_type>,
+                  "concatenate: both datasets must have the same element type");
+    return ConcatenateDataset<Derived, Other>(self(), other);
+  }
+  /// Every num_shards-th element starting at `index` (tf: shard). Throws
+  /// InvalidArgument unless 0 <= index < num_shards.
+  auto shard(std::int64_t num_shards, std::int64_t index) const {
+    return ShardDataset<Derived>(self(), num_shards, index);
+  }
+  /// Drops elements whose production threw an ingest::Error, counting them (tf: ignore_errors).
+  auto ignore_errors(IgnoreErrorsOptions options = {}) const {
+    return IgnoreErrorsDataset<Derived>(self(), std::move(options));
+  }
+
+  /// Type-erases the dataset: AnyDataset<T>, one virtual call per element (or
+  /// per bulk chunk) at this boundary, none inside the erased pipeline.
+  AnyDataset<T> erase() const { return AnyDataset<T>(self()); }
+
+ protected:
+  const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+};
+
+}  // namespace ingest

@@ -1,0 +1,159 @@
+// Element types of ingest::Tensor and their mapping to C++ types.
+// tf.data counterpart: tf.DType. float16 and bfloat16 are storage-only types
+// (ingest does no arithmetic on them); they exist so that batches can carry
+// them to an accelerator and through DLPack.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+namespace ingest {
+
+/// IEEE half precision, storage only.
+struct float16_t {
+  std::uint16_t bits;
+  friend bool operator==(float16_t, float16_t) = default;
+};
+/// bfloat16, storage only.
+struct bfloat16_t {
+  std::uint16_t bits;
+  friend bool operator==(bfloat16_t, bfloat16_t) = default;
+};
+
+enum class DType : std::uint8_t {
+  boolean,
+  uint8,
+  int8,
+  uint16,
+  int16,
+  uint32,
+  int32,
+  uint64,
+  int64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+};
+
+/// Bytes per element.
+constexpr std::size_t dtype_size(DType t) noexcept {
+  switch (t) {
+    case DType::boolean:
+    case DType::uint8:
+    case DType::int8: return 1;
+    case DType::uint16:
+    case DType::int16:
+    case DType::float16:
+    case DType::bfloat16: return 2;
+    case DType::uint32:
+    case DType::int32:
+    case DType::float32: return 4;
+    case DType::uint64:
+    case DType::int64:
+    case DType::float64: return 8;
+  }
+  return 0;
+}
+
+constexpr std::string_view dtype_name(DType t) noexcept {
+  switch (t) {
+    case DType::boolean: return "bool";
+    case DType::uint8: return "uint8";
+    case DType::int8: return "int8";
+    case DType::uint16: return "uint16";
+    case DType::int16: return "int16";
+    case DType::uint32: return "uint32";
+    case DType::int32: return "int32";
+    case DType::uint64: return "uint64";
+    case DType::int64: return "int64";
+    case DType::float16: return "float16";
+    case DType::bfloat16: return "bfloat16";
+    case DType::float32: return "float32";
+    case DType::float64: return "float64";
+  }
+  return "unknown";
+}
+
+namespace detail {
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::boolean;
+};
+template <>
+struct dtype_of<std::uint8_t> {
+  static constexpr DType value = DType::uint8;
+};
+template <>
+struct dtype_of<std::int8_t> {
+  static constexpr DType value = DType::int8;
+};
+template <>
+struct dtype_of<std::uint16_t> {
+  static constexpr DType value = DType::uint16;
+};
+template <>
+struct dtype_of<std::int16_t> {
+  static constexpr DType value = DType::int16;
+};
+template <>
+struct dtype_of<std::uint32_t> {
+  static constexpr DType value = DType::uint32;
+};
+template <>
+struct dtype_of<std::int32_t> {
+  static constexpr DType value = DType::int32;
+};
+template <>
+struct dtype_of<std::uint64_t> {
+  static constexpr DType value = DType::uint64;
+};
+template <>
+struct dtype_of<std::int64_t> {
+  static constexpr DType value = DType::int64;
+};
+template <>
+struct dtype_of<float16_t> {
+  static constexpr DType value = DType::float16;
+};
+template <>
+struct dtype_of<bfloat16_t> {
+  static constexpr DType value = DType::bfloat16;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::float32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::float64;
+};
+// char is distinct from int8_t/uint8_t; treat it as bytes.
+template <>
+struct dtype_of<char> {
+  static constexpr DType value = DType::int8;
+};
+// long long vs long: whichever of them is not int64_t maps by size.
+template <class T>
+requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
+         !std::is_same_v<T, std::int64_t> && !std::is_same_v<T, std::uint64_t> &&
+         sizeof(T) == 8) struct dtype_of<T> {
+  static constexpr DType value = std::is_signed_v<T> ? DType::int64 : DType::uint64;
+};
+}  // namespace detail
+
+/// A C++ type that a Tensor can hold.
+template <class T>
+concept TensorElement = requires {
+  detail::dtype_of<std::remove_cv_t<T>>::value;
+};
+
+/// The DType of a C++ element type.
+template <TensorElement T>
+inline constexpr DType dtype_of_v = detail::dtype_of<std::remove_cv_t<T>>::value;
+
+}  // namespace ingest

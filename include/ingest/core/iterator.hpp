@@ -1,0 +1,76 @@
+// The iterator protocol every stage implements, and the adaptor that makes a
+// dataset usable in a range-for. tf.data counterpart: IteratorBase::GetNext.
+//
+//   std::optional<T> next();   the next element, std::nullopt at the end.
+//
+// An exception from next() consumes the failing element: the following call
+// continues after it (this is what ignore_errors and batch rely on). Once
+// next() has returned std::nullopt it keeps doing so. Iterators are movable
+// and own everything they read; destroying one cancels and joins its work.
+//
+// Optional bulk protocol, used on the static path to move many elements per
+// call (range -> map -> batch runs as loops over contiguous buffers):
+//
+//   std::size_t fill(std::span<T> out);
+//
+// writes up to out.size() elements to out and returns how many. It may return
+// fewer at any time; the caller then calls next(), which yields the next
+// element, the end, or throws the error of the element fill stopped before.
+// fill itself does not throw for a failing element.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <exception>
+#include <iterator>
+#include <optional>
+#include <span>
+#include <utility>
+
+namespace ingest {
+
+/// A stage iterator: movable, with `value_type` and `std::optional<value_type> next()`.
+template <class It>
+concept iterator = std::move_constructible<It> && requires(It& it) {
+  typename It::value_type;
+  { it.next() } -> std::same_as<std::optional<typename It::value_type>>;
+};
+
+/// An iterator that also implements the bulk `fill` protocol.
+template <class It>
+concept bulk_iterator = iterator<It> && requires(It& it, std::span<typename It::value_type> out) {
+  { it.fill(out) } -> std::same_as<std::size_t>;
+};
+
+namespace detail {
+
+/// A std::input_iterator over an owned stage iterator, for range-for and
+/// standard algorithms. Ends when the stage iterator does.
+template <iterator It>
+class InputIterator {
+ public:
+  using value_type = typename It::value_type;
+  using difference_type = std::ptrdiff_t;
+
+  explicit InputIterator(It it) : it_(std::move(it)) { advance(); }
+  InputIterator(InputIterator&&) noexcept = default;
+  InputIterator& operator=(InputIterator&&) noexcept = default;
+
+  value_type& operator*() const { return *current_; }
+  InputIterator& operator++() {
+    advance();
+    return *this;
+  }
+  void operator++(int) { advance(); }
+  friend bool operator==(const InputIterator& i, std::default_sentinel_t) {
+    return !i.current_.has_value();
+  }
+
+ private:
+  void advance() { current_ = it_.next(); }
+  It it_;
+  mutable std::optional<value_type> current_;
+};
+
+}  // namespace detail
+}  // namespace ingest

@@ -1,0 +1,251 @@
+// How elements of varying shape pad into one batch (padded_batch). tf.data
+// counterpart: PaddedBatchDataset. Tensors pad every dimension, std::vector of
+// arithmetic values pads its length, arithmetic scalars stack unpadded, and
+// tuples / pairs pad field by field. A field's "component" is its position
+// among the leaves of the element (a tuple<Tensor, pair<Tensor, int>> has
+// components 0, 1, 2), which is how padded shapes and values are addressed.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/allocator.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/options.hpp"
+#include "ingest/core/tensor.hpp"
+
+namespace ingest {
+
+/// How a batch of T pads. A specialisation provides `batch_type`,
+/// `static constexpr std::size_t components` and
+/// `template <class Get> static batch_type build(std::size_t n, Get get,
+///   const PaddedBatchOptions&, std::size_t first_component, Allocator&)`
+/// where get(i) returns the i-th element by reference.
+template <class T>
+struct padded_batch_traits;
+
+namespace detail {
+
+inline std::string component_name(std::size_t c) { return "component " + std::to_string(c); }
+
+template <class T>
+void fill_value(void* dst, std::size_t count, double value) {
+  T v = static_cast<T>(value);
+  T* p = static_cast<T*>(dst);
+  std::fill(p, p + count, v);
+}
+
+inline void fill_padding(Tensor& t, double value) {
+  void* p = t.raw_data();
+  const auto n = static_cast<std::size_t>(t.num_elements());
+  switch (t.dtype()) {
+    case DType::boolean: fill_value<bool>(p, n, value); break;
+    case DType::uint8: fill_value<std::uint8_t>(p, n, value); break;
+    case DType::int8: fill_value<std::int8_t>(p, n, value); break;
+    case DType::uint16: fill_value<std::uint16_t>(p, n, value); break;
+    case DType::int16: fill_value<std::int16_t>(p, n, value); break;
+    case DType::uint32: fill_value<std::uint32_t>(p, n, value); break;
+    case DType::int32: fill_value<std::int32_t>(p, n, value); break;
+    case DType::uint64: fill_value<std::uint64_t>(p, n, value); break;
+    case DType::int64: fill_value<std::int64_t>(p, n, value); break;
+    case DType::float32: fill_value<float>(p, n, value); break;
+    case DType::float64: fill_value<double>(p, n, value); break;
+    case DType::float16:
+    case DType::bfloat16:
+      if (value != 0.0) {
+        throw InvalidArgument("padded_batch: only 0 can pad float16/bfloat16 components");
+      }
+      std::memset(p, 0, t.nbytes());
+      break;
+  }
+}
+
+// Copies `src` (shape s) into the top-left corner of `dst` (shape d, same
+// rank, d >= s in every dimension), one contiguous innermost run at a time.
+inline void copy_padded(std::byte* dst, const Shape& d, const std::byte* src, const Shape& s,
+                        std::size_t elem, std::size_t dim = 0) {
+  const std::size_t rank = s.rank();
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  std::size_t dst_stride = elem, src_stride = elem;
+  for (std::size_t k = dim + 1; k < rank; ++k) {
+    dst_stride *= static_cast<std::size_t>(d[k]);
+    src_stride *= static_cast<std::size_t>(s[k]);
+  }
+  if (dim + 1 == rank) {
+    std::memcpy(dst, src, static_cast<std::size_t>(s[dim]) * elem);
+    return;
+  }
+  for (std::int64_t i = 0; i < s[dim]; ++i) {
+    copy_padded(dst + static_cast<std::size_t>(i) * dst_stride, d,
+                src + static_cast<std::size_t>(i) * src_stride, s, elem, dim + 1);
+  }
+}
+
+// What pad_views needs to know of one element, whatever holds it.
+struct PadView {
+  DType dtype;
+  Shape shape;
+  const void* data;
+  MemoryKind kind;
+};
+inline PadView pad_view(const Tensor& t) {
+  return {t.dtype(), t.shape(), t.raw_data(), t.memory_kind()};
+}
+template <class T, class A>
+PadView pad_view(const std::vector<T, A>& v) {
+  return {dtype_of_v<T>, Shape{static_cast<std::int64_t>(v.size())}, v.data(), MemoryKind::host};
+}
+
+// Pads n elements (get(i) returns a PadView) into one batch tensor.
+template <class Get>
+Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, std::size_t component,
+                 Allocator& allocator) {
+  const PadView first = get(0);
+  const std::size_t rank = first.shape.rank();
+  Shape target = first.shape;
+  for (std::size_t i = 0; i < n; ++i) {
+    const PadView v = get(i);
+    if (v.dtype != first.dtype || v.shape.rank() != rank) {
+      throw InvalidArgument("padded_batch: " + component_name(component) +
+                            ": elements must have equal dtype and rank; got " +
+                            std::string(dtype_name(v.dtype)) + v.shape.to_string() + " after " +
+                            std::string(dtype_name(first.dtype)) + first.shape.to_string());
+    }
+    if (v.kind == MemoryKind::device) {
+      throw InvalidArgument("padded_batch: cannot pad a tensor that lives on the device");
+    }
+    for (std::size_t k = 0; k < rank; ++k) target[k] = std::max(target[k], v.shape[k]);
+  }
+  if (component < options.padded_shapes.size()) {
+    const Shape& want = options.padded_shapes[component];
+    if (want.rank() != rank) {
+      throw InvalidArgument("padded_batch: " + component_name(component) + ": padded shape " +
+                            want.to_string() + " has rank " + std::to_string(want.rank()) +
+                            " but the elements have rank " + std::to_string(rank));
+    }
+    for (std::size_t k = 0; k < rank; ++k) {
+      if (want[k] < 0) continue;
+      if (want[k] < target[k]) {
+        throw InvalidArgument("padded_batch: " + component_name(component) + ": an element of " +
+                              "size " + std::to_string(target[k]) + " in dimension " +
+                              std::to_string(k) + " does not fit the padded shape " +
+                              want.to_string());
+      }
+      target[k] = want[k];
+    }
+  }
+  const double pad =
+      component < options.padding_values.size() ? options.padding_values[component] : 0.0;
+  Tensor batch(first.dtype, target.prepend(static_cast<std::int64_t>(n)), allocator);
+  fill_padding(batch, pad);
+  const std::size_t elem = dtype_size(first.dtype);
+  const std::size_t slot_bytes = static_cast<std::size_t>(target.num_elements()) * elem;
+  auto* base = static_cast<std::byte*>(batch.raw_data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const PadView v = get(i);
+    if (v.shape.num_elements() == 0) continue;
+    copy_padded(base + i * slot_bytes, target, static_cast<const std::byte*>(v.data), v.shape,
+                elem);
+  }
+  return batch;
+}
+
+}  // namespace detail
+
+template <>
+struct padded_batch_traits<Tensor> {
+  using batch_type = Tensor;
+  static constexpr std::size_t components = 1;
+  template <class Get>
+  static Tensor build(std::size_t n, Get get, const PaddedBatchOptions& options,
+                      std::size_t component, Allocator& allocator) {
+    return detail::pad_views(
+        n, [&get](std::size_t i) { return detail::pad_view(get(i)); }, options, component,
+        allocator);
+  }
+};
+
+/// Arithmetic scalars stack unpadded into a rank-1 tensor.
+template <TensorElement T>
+struct padded_batch_traits<T> {
+  using batch_type = Tensor;
+  static constexpr std::size_t components = 1;
+  template <class Get>
+  static Tensor build(std::size_t n, Get get, const PaddedBatchOptions&, std::size_t,
+                      Allocator& allocator) {
+    Tensor t(dtype_of_v<T>, Shape{static_cast<std::int64_t>(n)}, allocator);
+    T* p = t.data<T>();
+    for (std::size_t i = 0; i < n; ++i) p[i] = get(i);
+    return t;
+  }
+};
+
+/// Vectors of arithmetic values pad to the longest (or the padded shape's) length.
+template <TensorElement T, class A>
+struct padded_batch_traits<std::vector<T, A>> {
+  using batch_type = Tensor;
+  static constexpr std::size_t components = 1;
+  template <class Get>
+  static Tensor build(std::size_t n, Get get, const PaddedBatchOptions& options,
+                      std::size_t component, Allocator& allocator) {
+    return detail::pad_views(
+        n, [&get](std::size_t i) { return detail::pad_view(get(i)); }, options, component,
+        allocator);
+  }
+};
+
+namespace detail {
+template <class... Ts>
+constexpr std::size_t component_offset(std::size_t index) {
+  constexpr std::size_t counts[] = {padded_batch_traits<Ts>::components...};
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < index; ++i) offset += counts[i];
+  return offset;
+}
+}  // namespace detail
+
+template <class... Ts>
+struct padded_batch_traits<std::tuple<Ts...>> {
+  using batch_type = std::tuple<typename padded_batch_traits<Ts>::batch_type...>;
+  static constexpr std::size_t components = (padded_batch_traits<Ts>::components + ... + 0);
+  template <class Get>
+  static batch_type build(std::size_t n, Get get, const PaddedBatchOptions& options,
+                          std::size_t first, Allocator& allocator) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return batch_type(padded_batch_traits<Ts>::build(
+          n, [&get](std::size_t i) -> auto& { return std::get<I>(get(i)); }, options,
+          first + detail::component_offset<Ts...>(I), allocator)...);
+    }
+    (std::index_sequence_for<Ts...>{});
+  }
+};
+
+template <class A, class B>
+struct padded_batch_traits<std::pair<A, B>> {
+  using batch_type = std::pair<typename padded_batch_traits<A>::batch_type,
+                               typename padded_batch_traits<B>::batch_type>;
+  static constexpr std::size_t components =
+      padded_batch_traits<A>::components + padded_batch_traits<B>::components;
+  template <class Get>
+  static batch_type build(std::size_t n, Get get, const PaddedBatchOptions& options,
+                          std::size_t first, Allocator& allocator) {
+    auto a = padded_batch_traits<A>::build(
+        n, [&get](std::size_t i) -> auto& { return get(i).first; }, options, first, allocator);
+    auto b = padded_batch_traits<B>::build(
+        n, [&get](std::size_t i) -> auto& { return get(i).second; }, options,
+        first + padded_batch_traits<A>::components, allocator);
+    return batch_type(std::move(a), std::move(b));
+  }
+};
+
+}  // namespace ingest

@@ -1,0 +1,304 @@
+// ingest::Tensor: a dtype, a shape and contiguous row-major storage with shared
+// ownership. tf.data counterpart: tensorflow::Tensor. Copies share storage
+// (like tf and torch tensors); clone() copies the bytes. Storage comes from an
+// Allocator (the pooled host allocator by default, pinned memory for the
+// device loader). A Tensor is not synchronised: share it between threads only
+// for reading.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "ingest/core/allocator.hpp"
+#include "ingest/core/dtype.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/shape.hpp"
+
+namespace ingest {
+
+class Tensor {
+ public:
+  /// An undefined tensor: no storage, float32, shape [0].
+  Tensor() noexcept : shape_(zero_shape()), dtype_(DType::float32) {}
+
+  /// A tensor with uninitialised contents.
+  Tensor(DType dtype, Shape shape, Allocator& allocator = default_allocator())
+      : shape_(shape), dtype_(dtype) {
+    check_concrete(shape_);
+    block_ = detail::allocate_block(allocator, nbytes());
+  }
+
+  /// A tensor of zeros (host-accessible allocators only).
+  static Tensor zeros(DType dtype, Shape shape, Allocator& allocator = default_allocator()) {
+    Tensor t(dtype, shape, allocator);
+    t.require_host("zeros");
+    std::memset(t.raw_data(), 0, t.nbytes());
+    return t;
+  }
+
+  /// A rank-0 tensor holding `value`.
+  template <TensorElement T>
+  static Tensor scalar(T value, Allocator& allocator = default_allocator()) {
+    Tensor t(dtype_of_v<T>, Shape{}, allocator);
+    *t.data<T>() = value;
+    return t;
+  }
+
+  /// A tensor holding a copy of `values`, shaped `shape` (default: [values.size()]).
+  template <TensorElement T>
+  static Tensor from_values(std::span<const T> values, std::optional<Shape> shape = std::nullopt,
+                            Allocator& allocator = default_allocator()) {
+    Shape s = shape ? *shape : Shape{static_cast<std::int64_t>(values.size())};
+    if (s.num_elements() != static_cast<std::int64_t>(values.size()) || !s.is_concrete()) {
+      throw InvalidArgument("Tensor::from_values: " + std::to_string(values.size()) +
+                            " values do not fill shape " + s.to_string());
+    }
+    Tensor t(dtype_of_v<T>, s, allocator);
+    if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size_bytes());
+    return t;
+  }
+  template <TensorElement T>
+  static Tensor from_values(std::initializer_list<T> values,
+                            std::optional<Shape> shape = std::nullopt) {
+    return from_values(std::span<const T>(values.begin(), values.size()), shape);
+  }
+
+  /// Wraps memory the caller owns, without copying; `release` runs when the
+  /// last tensor sharing it is destroyed.
+  static Tensor from_external(void* data, DType dtype, Shape shape, std::function<void()> release,
+                              MemoryKind kind = MemoryKind::host) {
+    check_concrete(shape);
+    auto* b = new detail::ExternalBlock();
+    b->data = static_cast<std::byte*>(data);
+    b->capacity = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
+    b->kind = kind;
+    b->release = std::move(release);
+    Tensor t;
+    t.block_ = b;
+    t.shape_ = shape;
+    t.dtype_ = dtype;
+    return t;
+  }
+
+  Tensor(const Tensor& o) noexcept
+      : block_(o.block_), offset_(o.offset_), shape_(o.shape_), dtype_(o.dtype_) {
+    detail::retain(block_);
+  }
+  Tensor(Tensor&& o) noexcept
+      : block_(std::exchange(o.block_, nullptr)),
+        offset_(std::exchange(o.offset_, 0)),
+        shape_(std::exchange(o.shape_, zero_shape())),
+        dtype_(o.dtype_) {}
+  Tensor& operator=(const Tensor& o) noexcept {
+    if (this != &o) {
+      detail::retain(o.block_);
+      detail::release(block_);
+      block_ = o.block_;
+      offset_ = o.offset_;
+      shape_ = o.shape_;
+      dtype_ = o.dtype_;
+    }
+    return *this;
+  }
+  Tensor& operator=(Tensor&& o) noexcept {
+    if (this != &o) {
+      detail::release(block_);
+      block_ = std::exchange(o.block_, nullptr);
+      offset_ = std::exchange(o.offset_, 0);
+      shape_ = std::exchange(o.shape_, zero_shape());
+      dtype_ = o.dtype_;
+    }
+    return *this;
+  }
+  ~Tensor() { detail::release(block_); }
+
+  bool defined() const noexcept { return block_ != nullptr; }
+  DType dtype() const noexcept { return dtype_; }
+  const Shape& shape() const noexcept { return shape_; }
+  std::size_t rank() const noexcept { return shape_.rank(); }
+  std::int64_t dim(std::size_t i) const {
+    if (i >= shape_.rank()) {
+      throw InvalidArgument("Tensor::dim(" + std::to_string(i) + ") of a tensor of shape " +
+                            shape_.to_string());
+    }
+    return shape_[i];
+  }
+  std::int64_t num_elements() const noexcept { return shape_.num_elements(); }
+  std::size_t element_size() const noexcept { return dtype_size(dtype_); }
+  std::size_t nbytes() const noexcept {
+    return static_cast<std::size_t>(num_elements()) * element_size();
+  }
+  MemoryKind memory_kind() const noexcept { return block_ ? block_->kind : MemoryKind::host; }
+  /// The allocator of the storage (null for undefined or external tensors).
+  Allocator* allocator() const noexcept { return block_ ? block_->allocator : nullptr; }
+  /// Number of tensors sharing this storage.
+  long use_count() const noexcept {
+    return block_ ? static_cast<long>(block_->refs.load(std::memory_order_relaxed)) : 0;
+  }
+  bool shares_storage_with(const Tensor& o) const noexcept {
+    return block_ != nullptr && block_ == o.block_;
+  }
+
+  void* raw_data() noexcept { return block_ ? block_->data + offset_ : nullptr; }
+  const void* raw_data() const noexcept { return block_ ? block_->data + offset_ : nullptr; }
+
+  /// Typed pointer to the first element. Throws InvalidArgument if T is not the dtype.
+  template <TensorElement T>
+  T* data() {
+    check_dtype<T>();
+    return static_cast<T*>(raw_data());
+  }
+  template <TensorElement T>
+  const T* data() const {
+    check_dtype<T>();
+    return static_cast<const T*>(raw_data());
+  }
+  template <TensorElement T>
+  std::span<T> values() {
+    return {data<T>(), static_cast<std::size_t>(num_elements())};
+  }
+  template <TensorElement T>
+  std::span<const T> values() const {
+    return {data<T>(), static_cast<std::size_t>(num_elements())};
+  }
+  /// The single value of a one-element tensor.
+  template <TensorElement T>
+  T item() const {
+    if (num_elements() != 1) {
+      throw InvalidArgument("Tensor::item: tensor of shape " + shape_.to_string() +
+                            " does not hold exactly one value");
+    }
+    require_host("item");
+    return *data<T>();
+  }
+
+  /// Element `i` along the first dimension, as a view sharing this storage.
+  Tensor slice(std::int64_t i) const {
+    if (rank() == 0 || i < 0 || i >= shape_[0]) {
+      throw InvalidArgument("Tensor::slice(" + std::to_string(i) + ") of a tensor of shape " +
+                            shape_.to_string());
+    }
+    Tensor t(*this);
+    t.shape_ = shape_.drop_front();
+    t.offset_ += static_cast<std::size_t>(i) * t.nbytes();
+    return t;
+  }
+  /// Rows [start, start + length) along the first dimension, as a view.
+  Tensor narrow(std::int64_t start, std::int64_t length) const {
+    if (rank() == 0 || start < 0 || length < 0 || start + length > shape_[0]) {
+      throw InvalidArgument("Tensor::narrow(" + std::to_string(start) + ", " +
+                            std::to_string(length) + ") of a tensor of shape " +
+                            shape_.to_string());
+    }
+    Tensor t(*this);
+    const std::size_t row = shape_[0] == 0 ? 0 : nbytes() / static_cast<std::size_t>(shape_[0]);
+    t.shape_[0] = length;
+    t.offset_ += static_cast<std::size_t>(start) * row;
+    return t;
+  }
+  /// The same storage seen with another shape of the same number of elements.
+  Tensor reshape(Shape shape) const {
+    check_concrete(shape);
+    if (shape.num_elements() != num_elements()) {
+      throw InvalidArgument("Tensor::reshape: cannot view shape " + shape_.to_string() + " as " +
+                            shape.to_string());
+    }
+    Tensor t(*this);
+    t.shape_ = shape;
+    return t;
+  }
+  /// A copy of the bytes in new storage (host-accessible memory only).
+  Tensor clone(Allocator& allocator = default_allocator()) const {
+    require_host("clone");
+    Tensor t(dtype_, shape_, allocator);
+    if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());
+    return t;
+  }
+
+  /// Same dtype, shape and bytes (bitwise: NaNs with equal bits compare equal).
+  friend bool operator==(const Tensor& a, const Tensor& b) {
+    if (a.dtype_ != b.dtype_ || !(a.shape_ == b.shape_)) return false;
+    if (a.nbytes() == 0) return true;
+    a.require_host("operator==");
+    b.require_host("operator==");
+    return std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+  }
+
+  /// "int64[2, 3]{1, 2, 3, 4, 5, 6}", with at most `max_values` values.
+  std::string to_string(std::size_t max_values = 16) const {
+    std::ostringstream os;
+    os << dtype_name(dtype_) << shape_.to_string();
+    if (!defined()) return os.str() + "(undefined)";
+    if (memory_kind() == MemoryKind::device) return os.str() + "(device)";
+    os << '{';
+    const auto n = static_cast<std::size_t>(num_elements());
+    for (std::size_t i = 0; i < n && i < max_values; ++i) {
+      if (i) os << ", ";
+      print_value(os, i);
+    }
+    if (n > max_values) os << ", ...";
+    os << '}';
+    return os.str();
+  }
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+ private:
+  static Shape zero_shape() noexcept { return Shape{0}; }
+  static void check_concrete(const Shape& s) {
+    if (!s.is_concrete()) {
+      throw InvalidArgument("a tensor's shape must be concrete, got " + s.to_string());
+    }
+  }
+  template <class T>
+  void check_dtype() const {
+    if (dtype_of_v<T> != dtype_) {
+      throw InvalidArgument("tensor of dtype " + std::string(dtype_name(dtype_)) + " accessed as " +
+                            std::string(dtype_name(dtype_of_v<T>)));
+    }
+  }
+  void require_host(const char* what) const {
+    if (memory_kind() == MemoryKind::device) {
+      throw InvalidArgument(std::string("Tensor::") + what +
+                            " needs host memory, tensor is on the device");
+    }
+  }
+  template <class T>
+  T load(std::size_t i) const {
+    T v;
+    std::memcpy(&v, static_cast<const std::byte*>(raw_data()) + i * sizeof(T), sizeof(T));
+    return v;
+  }
+  void print_value(std::ostream& os, std::size_t i) const {
+    switch (dtype_) {
+      case DType::boolean: os << (load<bool>(i) ? "true" : "false"); break;
+      case DType::uint8: os << +load<std::uint8_t>(i); break;
+      case DType::int8: os << +load<std::int8_t>(i); break;
+      case DType::uint16: os << load<std::uint16_t>(i); break;
+      case DType::int16: os << load<std::int16_t>(i); break;
+      case DType::uint32: os << load<std::uint32_t>(i); break;
+      case DType::int32: os << load<std::int32_t>(i); break;
+      case DType::uint64: os << load<std::uint64_t>(i); break;
+      case DType::int64: os << load<std::int64_t>(i); break;
+      case DType::float16:
+      case DType::bfloat16: os << "0x" << std::hex << load<std::uint16_t>(i) << std::dec; break;
+      case DType::float32: os << load<float>(i); break;
+      case DType::float64: os << load<double>(i); break;
+    }
+  }
+
+  detail::Block* block_ = nullptr;
+  std::size_t offset_ = 0;  // bytes from block_->data
+  Shape shape_;
+  DType dtype_;
+};
+
+}  // namespace ingest

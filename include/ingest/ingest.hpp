@@ -1,0 +1,39 @@
+// ingest: a header-only C++20 input-pipeline library in the style of tf.data.
+// This umbrella header brings in the core, every source and every stage. The
+// optional parts (ingest/cuda/..., ingest/image/..., ingest/proto/...) are
+// never included from here; include them explicitly.
+#pragma once
+
+#include "ingest/core/allocator.hpp"
+#include "ingest/core/any_dataset.hpp"
+#include "ingest/core/batch_traits.hpp"
+#include "ingest/core/context.hpp"
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/dtype.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/iterator.hpp"
+#include "ingest/core/options.hpp"
+#include "ingest/core/padding.hpp"
+#include "ingest/core/shape.hpp"
+#include "ingest/core/tensor.hpp"
+#include "ingest/sources/from_generator.hpp"
+#include "ingest/sources/from_vector.hpp"
+#include "ingest/sources/range.hpp"
+#include "ingest/stages/batch.hpp"
+#include "ingest/stages/concatenate.hpp"
+#include "ingest/stages/enumerate.hpp"
+#include "ingest/stages/filter.hpp"
+#include "ingest/stages/ignore_errors.hpp"
+#include "ingest/stages/map.hpp"
+#include "ingest/stages/padded_batch.hpp"
+#include "ingest/stages/repeat.hpp"
+#include "ingest/stages/shard.hpp"
+#include "ingest/stages/skip.hpp"
+#include "ingest/stages/take.hpp"
+#include "ingest/stages/unbatch.hpp"
+#include "ingest/stages/zip.hpp"
+
+/// The library version.
+#define INGEST_VERSION_MAJOR 0
+#define INGEST_VERSION_MINOR 1
+#define INGEST_VERSION_PATCH 0

@@ -1,0 +1,66 @@
+// from_vector(std::vector<T>): the vector's elements in order. tf.data
+// counterpart: Dataset.from_tensor_slices. The vector is shared by every copy
+// of the dataset and every iterator; each pass copies elements out of it, so
+// T must be copyable. Supports the bulk fill protocol.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+
+namespace ingest {
+
+template <class T>
+class FromVectorIterator {
+ public:
+  using value_type = T;
+
+  explicit FromVectorIterator(std::shared_ptr<const std::vector<T>> data)
+      : data_(std::move(data)) {}
+
+  std::optional<T> next() {
+    if (pos_ == data_->size()) return std::nullopt;
+    return (*data_)[pos_++];
+  }
+  std::size_t fill(std::span<T> out) requires std::is_copy_assignable_v<T> {
+    const std::size_t n = std::min(out.size(), data_->size() - pos_);
+    std::copy_n(data_->begin() + static_cast<std::ptrdiff_t>(pos_), n, out.begin());
+    pos_ += n;
+    return n;
+  }
+
+ private:
+  std::shared_ptr<const std::vector<T>> data_;
+  std::size_t pos_ = 0;
+};
+
+template <class T>
+class FromVectorDataset : public DatasetBase<FromVectorDataset<T>, T> {
+  static_assert(std::is_copy_constructible_v<T>,
+                "from_vector: elements are copied out on every pass, so T must be copyable "
+                "(use from_generator for move-only elements)");
+
+ public:
+  explicit FromVectorDataset(std::vector<T> data)
+      : data_(std::make_shared<const std::vector<T>>(std::move(data))) {}
+  FromVectorIterator<T> make_iterator(const IteratorContext&) const {
+    return FromVectorIterator<T>(data_);
+  }
+
+ private:
+  std::shared_ptr<const std::vector<T>> data_;
+};
+
+/// A dataset of the vector's elements, in order (tf: from_tensor_slices).
+template <class T>
+FromVectorDataset<T> from_vector(std::vector<T> data) {
+  return FromVectorDataset<T>(std::move(data));
+}
+
+}  // namespace ingest

@@ -1,0 +1,81 @@
+// range(stop), range(start, stop, step): the int64 sequence start, start+step,
+// ... up to (not including) stop. tf.data counterpart: Dataset.range. No
+// threads; supports the bulk fill protocol, so range -> map -> batch runs as
+// loops over contiguous buffers.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+class RangeIterator {
+ public:
+  using value_type = std::int64_t;
+
+  RangeIterator(std::int64_t start, std::int64_t stop, std::int64_t step)
+      : next_(static_cast<std::uint64_t>(start)),
+        step_(static_cast<std::uint64_t>(step)),
+        left_(count(start, stop, step)) {}
+
+  std::optional<std::int64_t> next() noexcept {
+    if (left_ == 0) return std::nullopt;
+    --left_;
+    const auto v = static_cast<std::int64_t>(next_);
+    next_ += step_;  // unsigned: wraps harmlessly past the last element
+    return v;
+  }
+
+  std::size_t fill(std::span<std::int64_t> out) noexcept {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, out.size()));
+    const std::uint64_t base = next_, step = step_;
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(base + i * step);
+    next_ += n * step;
+    left_ -= n;
+    return n;
+  }
+
+ private:
+  // Number of elements, in unsigned arithmetic so extreme bounds cannot overflow.
+  static std::uint64_t count(std::int64_t start, std::int64_t stop, std::int64_t step) noexcept {
+    if (step > 0) {
+      if (start >= stop) return 0;
+      const auto span = static_cast<std::uint64_t>(stop) - static_cast<std::uint64_t>(start);
+      return (span - 1) / static_cast<std::uint64_t>(step) + 1;
+    }
+    if (start <= stop) return 0;
+    const auto span = static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop);
+    const auto magnitude = static_cast<std::uint64_t>(-(step + 1)) + 1;
+    return (span - 1) / magnitude + 1;
+  }
+
+  std::uint64_t next_, step_, left_;
+};
+
+class RangeDataset : public DatasetBase<RangeDataset, std::int64_t> {
+ public:
+  RangeDataset(std::int64_t start, std::int64_t stop, std::int64_t step)
+      : start_(start), stop_(stop), step_(step) {
+    if (step == 0) throw InvalidArgument("range: step must not be 0", {.stage = "range"});
+  }
+  RangeIterator make_iterator(const IteratorContext&) const { return {start_, stop_, step_}; }
+
+ private:
+  std::int64_t start_, stop_, step_;
+};
+
+/// 0, 1, ..., stop-1.
+inline RangeDataset range(std::int64_t stop) { return {0, stop, 1}; }
+/// start, start+step, ... while < stop (> stop for a negative step). Throws InvalidArgument if step
+/// == 0.
+inline RangeDataset range(std::int64_t start, std::int64_t stop, std::int64_t step = 1) {
+  return {start, stop, step};
+}
+
+}  // namespace ingest

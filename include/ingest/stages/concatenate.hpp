@@ -1,0 +1,61 @@
+// concatenate(other): this dataset's elements, then the other's. tf.data
+// counterpart: ConcatenateDataset. The second input's iterator is created
+// when the first ends, with the same context.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+
+namespace ingest {
+
+template <class FirstIt, class Second>
+class ConcatenateIterator {
+  using SecondIt = iterator_t<Second>;
+
+ public:
+  using value_type = typename FirstIt::value_type;
+
+  ConcatenateIterator(FirstIt first, Second second, IteratorContext ctx)
+      : first_(std::move(first)), second_(std::move(second)), ctx_(ctx) {}
+
+  std::optional<value_type> next() {
+    if (!second_it_) {
+      if (std::optional<value_type> x = first_->next()) return x;
+      first_.reset();  // release the first input's resources now
+      second_it_.emplace(second_.make_iterator(ctx_));
+    }
+    return second_it_->next();
+  }
+
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<FirstIt> &&
+      bulk_iterator<SecondIt> {
+    return second_it_ ? second_it_->fill(out) : first_->fill(out);
+  }
+
+ private:
+  std::optional<FirstIt> first_;
+  Second second_;
+  IteratorContext ctx_;
+  std::optional<SecondIt> second_it_;
+};
+
+template <class First, class Second>
+class ConcatenateDataset
+    : public DatasetBase<ConcatenateDataset<First, Second>, typename First::element_type> {
+ public:
+  ConcatenateDataset(First first, Second second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+  auto make_iterator(const IteratorContext& ctx) const {
+    return ConcatenateIterator<iterator_t<First>, Second>(first_.make_iterator(ctx), second_, ctx);
+  }
+
+ private:
+  First first_;
+  Second second_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,53 @@
+// enumerate(start): each element paired with its index,
+// std::pair<std::int64_t, T>. tf.data counterpart: Dataset.enumerate. A
+// failed input element uses up its index, so indices keep matching input
+// positions after an error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class EnumerateIterator {
+  using input_type = typename InputIt::value_type;
+
+ public:
+  using value_type = std::pair<std::int64_t, input_type>;
+
+  EnumerateIterator(InputIt input, std::int64_t start) : input_(std::move(input)), index_(start) {}
+
+  std::optional<value_type> next() {
+    const std::int64_t i = index_++;
+    std::optional<input_type> x = input_.next();
+    if (!x) {
+      --index_;
+      return std::nullopt;
+    }
+    return value_type(i, std::move(*x));
+  }
+
+ private:
+  InputIt input_;
+  std::int64_t index_;
+};
+
+template <class Input>
+class EnumerateDataset : public DatasetBase<EnumerateDataset<Input>,
+                                            std::pair<std::int64_t, typename Input::element_type>> {
+ public:
+  EnumerateDataset(Input input, std::int64_t start) : input_(std::move(input)), start_(start) {}
+  auto make_iterator(const IteratorContext& ctx) const {
+    return EnumerateIterator<iterator_t<Input>>(input_.make_iterator(ctx), start_);
+  }
+
+ private:
+  Input input_;
+  std::int64_t start_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,50 @@
+// filter(pred): the elements for which pred(const T&) is true, in order.
+// tf.data counterpart: FilterDataset. Runs on the iterating thread. An
+// exception from pred surfaces from next() as that element's error (stage
+// "filter", the element's index in the filter's input).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt, class Pred>
+class FilterIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  FilterIterator(InputIt input, Pred pred) : input_(std::move(input)), pred_(std::move(pred)) {}
+
+  std::optional<value_type> next() {
+    while (std::optional<value_type> x = input_.next()) {
+      const value_type& v = *x;
+      if (detail::invoke_user("filter", index_++, pred_, v)) return x;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  InputIt input_;
+  Pred pred_;
+  std::int64_t index_ = 0;
+};
+
+template <class Input, class Pred>
+class FilterDataset : public DatasetBase<FilterDataset<Input, Pred>, typename Input::element_type> {
+ public:
+  FilterDataset(Input input, Pred pred) : input_(std::move(input)), pred_(std::move(pred)) {}
+  auto make_iterator(const IteratorContext& ctx) const {
+    return FilterIterator<iterator_t<Input>, Pred>(input_.make_iterator(ctx), pred_);
+  }
+
+ private:
+  Input input_;
+  Pred pred_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,77 @@
+// ignore_errors(): drops elements whose production threw an ingest::Error
+// (user function failures arrive as FunctionError, corrupt records as
+// DataLossError, ...) and counts them. tf.data counterpart:
+// IgnoreErrorsDataset. Exceptions that are not ingest::Errors (e.g.
+// std::bad_alloc) still propagate. The count is shared by all copies of the
+// dataset and all their iterators; on_error, if set, sees each dropped error.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class IgnoreErrorsIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  IgnoreErrorsIterator(InputIt input, std::shared_ptr<std::atomic<std::int64_t>> total,
+                       IgnoreErrorsOptions options)
+      : input_(std::move(input)), total_(std::move(total)), options_(std::move(options)) {}
+
+  std::optional<value_type> next() {
+    for (;;) {
+      try {
+        return input_.next();
+      } catch (const Error& e) {
+        ++ignored_;
+        total_->fetch_add(1, std::memory_order_relaxed);
+        if (options_.on_error) options_.on_error(e);
+      }
+    }
+  }
+
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<InputIt> {
+    return input_.fill(out);  // a failing element stops the chunk; next() drops it
+  }
+
+  /// Errors this iterator dropped.
+  std::int64_t ignored_errors() const noexcept { return ignored_; }
+
+ private:
+  InputIt input_;
+  std::shared_ptr<std::atomic<std::int64_t>> total_;
+  IgnoreErrorsOptions options_;
+  std::int64_t ignored_ = 0;
+};
+
+template <class Input>
+class IgnoreErrorsDataset
+    : public DatasetBase<IgnoreErrorsDataset<Input>, typename Input::element_type> {
+ public:
+  IgnoreErrorsDataset(Input input, IgnoreErrorsOptions options)
+      : input_(std::move(input)),
+        options_(std::move(options)),
+        total_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
+  auto make_iterator(const IteratorContext& ctx) const {
+    return IgnoreErrorsIterator<iterator_t<Input>>(input_.make_iterator(ctx), total_, options_);
+  }
+  /// Errors dropped so far by every iterator of this dataset and its copies.
+  std::int64_t ignored_errors() const noexcept { return total_->load(std::memory_order_relaxed); }
+
+ private:
+  Input input_;
+  IgnoreErrorsOptions options_;
+  std::shared_ptr<std::atomic<std::int64_t>> total_;
+};
+
+}  // namespace ingest

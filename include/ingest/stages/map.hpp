@@ -1,0 +1,120 @@
+// map(f): f applied to every element, in order, on the iterating thread.
+// tf.data counterpart: MapDataset (sequential). An exception from f surfaces
+// from next() as the element's error, with stage "map" and the element's
+// index in the map's input; iteration may continue after it. When the input
+// supports bulk fill, map transforms whole chunks in a loop the compiler can
+// vectorise.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt, class F>
+class MapIterator {
+  using input_type = typename InputIt::value_type;
+
+ public:
+  using value_type = std::decay_t<std::invoke_result_t<F&, input_type&&>>;
+
+  MapIterator(InputIt input, F f) : input_(std::move(input)), f_(std::move(f)) {}
+
+  std::optional<value_type> next() {
+    if (deferred_) [[unlikely]] {
+      std::rethrow_exception(std::exchange(deferred_, nullptr));
+    }
+    if (pending_ < buffered_) [[unlikely]] {
+      return apply(std::move(buffer_[pending_++]));
+    }
+    std::optional<input_type> x = input_.next();
+    if (!x) return std::nullopt;
+    return apply(std::move(*x));
+  }
+
+  std::size_t fill(std::span<value_type> out) requires
+      bulk_iterator<InputIt> && std::is_default_constructible_v<input_type> &&
+      std::is_move_assignable_v<input_type> && std::is_move_assignable_v<value_type> {
+    if (deferred_ || pending_ < buffered_) return 0;  // drain those through next()
+    std::size_t n = 0;
+    while (n < out.size()) {
+      const std::size_t want = std::min(chunk, out.size() - n);
+      input_type* in;
+      std::size_t got;
+      if constexpr (std::is_same_v<input_type, value_type>) {
+        in = out.data() + n;  // transform in place
+        got = input_.fill(out.subspan(n, want));
+      } else {
+        if (buffer_.size() < chunk) buffer_.resize(chunk);
+        in = buffer_.data();
+        got = input_.fill(std::span(buffer_).first(want));
+      }
+      std::size_t j = 0;
+      try {
+        for (; j < got; ++j) out[n + j] = f_(std::move(in[j]));
+      } catch (...) {
+        // Element j failed: its error waits for the next call to next();
+        // the inputs after it stay pending, so nothing is lost.
+        deferred_ = detail::capture_with_context(
+            {.stage = "map", .element = index_ + static_cast<std::int64_t>(j)});
+        if (buffer_.size() < chunk) buffer_.resize(chunk);
+        std::move(in + j + 1, in + got, buffer_.begin());
+        pending_ = 0;
+        buffered_ = got - j - 1;
+        index_ += static_cast<std::int64_t>(j) + 1;
+        return n + j;
+      }
+      index_ += static_cast<std::int64_t>(got);
+      n += got;
+      if (got < want) break;
+    }
+    return n;
+  }
+
+ private:
+  // Inputs are read ahead at most this many at a time.
+  static constexpr std::size_t chunk = std::clamp<std::size_t>(4096 / sizeof(input_type), 8, 512);
+
+  std::optional<value_type> apply(input_type&& x) {
+    return std::optional<value_type>(std::in_place,
+                                     detail::invoke_user("map", index_++, f_, std::move(x)));
+  }
+
+  InputIt input_;
+  F f_;
+  std::int64_t index_ = 0;          // index of the next input element
+  std::exception_ptr deferred_;     // error of an element fill() stopped before
+  std::vector<input_type> buffer_;  // inputs read ahead by fill()
+  std::size_t pending_ = 0, buffered_ = 0;
+};
+
+template <class Input, class F>
+class MapDataset
+    : public DatasetBase<MapDataset<Input, F>,
+                         std::decay_t<std::invoke_result_t<F&, typename Input::element_type&&>>> {
+ public:
+  MapDataset(Input input, F f) : input_(std::move(input)), f_(std::move(f)) {}
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    return MapIterator<iterator_t<Input>, F>(input_.make_iterator(ctx), f_);
+  }
+
+  const Input& input() const noexcept { return input_; }
+  const F& function() const noexcept { return f_; }
+
+ private:
+  Input input_;
+  F f_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,100 @@
+// repeat(count): the input `count` times over (-1: forever); each epoch is a
+// new pass with a fresh input iterator. tf.data counterpart: RepeatDataset.
+// If an epoch yields nothing (no element and no error), iteration ends
+// instead of spinning forever on an empty input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class Input>
+class RepeatIterator {
+  using InputIt = iterator_t<Input>;
+
+ public:
+  using value_type = typename Input::element_type;
+
+  RepeatIterator(Input input, std::int64_t count, IteratorContext ctx)
+      : input_(std::move(input)), ctx_(ctx), count_(count) {}
+
+  std::optional<value_type> next() {
+    while (start_epoch()) {
+      std::optional<value_type> x;
+      try {
+        x = current_->next();
+      } catch (...) {
+        produced_ = true;  // an error: the epoch is not empty
+        throw;
+      }
+      if (x) {
+        produced_ = true;
+        return x;
+      }
+      end_epoch();
+    }
+    return std::nullopt;
+  }
+
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<InputIt> {
+    std::size_t n = 0;
+    while (n < out.size() && start_epoch()) {
+      const std::size_t got = current_->fill(out.subspan(n));
+      n += got;
+      if (got == 0) break;  // end of epoch or an error: next() tells which
+      produced_ = true;
+    }
+    return n;
+  }
+
+ private:
+  // Ensures an epoch is running; false when all epochs are done.
+  bool start_epoch() {
+    if (current_) return true;
+    if (done_ || (count_ >= 0 && epoch_ >= count_)) return false;
+    current_.emplace(input_.make_iterator(ctx_));
+    produced_ = false;
+    return true;
+  }
+  void end_epoch() {
+    current_.reset();
+    ++epoch_;
+    if (!produced_) done_ = true;  // an empty epoch: every later one is empty too
+  }
+
+  Input input_;
+  IteratorContext ctx_;
+  std::int64_t count_;
+  std::int64_t epoch_ = 0;
+  std::optional<InputIt> current_;
+  bool produced_ = false;
+  bool done_ = false;
+};
+
+template <class Input>
+class RepeatDataset : public DatasetBase<RepeatDataset<Input>, typename Input::element_type> {
+ public:
+  RepeatDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
+    if (count < -1) {
+      throw InvalidArgument(
+          "repeat: count must be >= 0, or -1 for forever; got " + std::to_string(count),
+          {.stage = "repeat"});
+    }
+  }
+  auto make_iterator(const IteratorContext& ctx) const {
+    return RepeatIterator<Input>(input_, count_, ctx);
+  }
+
+ private:
+  Input input_;
+  std::int64_t count_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,78 @@
+// shard(num_shards, index): keeps the elements at positions k with
+// k % num_shards == index. tf.data counterpart: ShardDataset. It still reads
+// every element, so shard right after the file list, not after decoding. An
+// error at a position this shard keeps surfaces here; errors at positions
+// other shards keep are left to those shards (every error surfaces in
+// exactly one shard).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class ShardIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  ShardIterator(InputIt input, std::int64_t num_shards, std::int64_t index)
+      : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
+
+  std::optional<value_type> next() {
+    if (done_) return std::nullopt;
+    for (;;) {
+      const bool mine = position_ % num_shards_ == index_;
+      ++position_;
+      if (mine) {
+        std::optional<value_type> x = input_.next();
+        if (!x) done_ = true;
+        return x;
+      }
+      try {
+        if (!input_.next()) {
+          done_ = true;
+          return std::nullopt;
+        }
+      } catch (const Error&) {
+        // belongs to another shard
+      }
+    }
+  }
+
+ private:
+  InputIt input_;
+  std::int64_t num_shards_, index_;
+  std::int64_t position_ = 0;
+  bool done_ = false;
+};
+
+template <class Input>
+class ShardDataset : public DatasetBase<ShardDataset<Input>, typename Input::element_type> {
+ public:
+  ShardDataset(Input input, std::int64_t num_shards, std::int64_t index)
+      : input_(std::move(input)), num_shards_(num_shards), index_(index) {
+    if (num_shards <= 0) {
+      throw InvalidArgument("shard: num_shards must be > 0; got " + std::to_string(num_shards),
+                            {.stage = "shard"});
+    }
+    if (index < 0 || index >= num_shards) {
+      throw InvalidArgument("shard: index must be in [0, num_shards) = [0, " +
+                                std::to_string(num_shards) + "); got " + std::to_string(index),
+                            {.stage = "shard"});
+    }
+  }
+  auto make_iterator(const IteratorContext& ctx) const {
+    return ShardIterator<iterator_t<Input>>(input_.make_iterator(ctx), num_shards_, index_);
+  }
+
+ private:
+  Input input_;
+  std::int64_t num_shards_, index_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,71 @@
+// skip(count): all but the first `count` elements (-1: skip everything).
+// tf.data counterpart: SkipDataset. The skipped elements are read on the
+// first call to next(); an error among them surfaces from that call (the
+// failed element counts as skipped), as in tf.data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class SkipIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  SkipIterator(InputIt input, std::int64_t count) : input_(std::move(input)), to_skip_(count) {}
+
+  std::optional<value_type> next() {
+    if (!skip_ahead()) return std::nullopt;
+    return input_.next();
+  }
+
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<InputIt> {
+    if (to_skip_ != 0) return 0;  // let next() do the skipping
+    return input_.fill(out);
+  }
+
+ private:
+  // False when the input ended while skipping (or everything is skipped).
+  bool skip_ahead() {
+    if (to_skip_ < 0) return false;
+    while (to_skip_ > 0) {
+      --to_skip_;  // counts even if the element fails
+      if (!input_.next()) {
+        to_skip_ = -1;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  InputIt input_;
+  std::int64_t to_skip_;  // -1: everything
+};
+
+template <class Input>
+class SkipDataset : public DatasetBase<SkipDataset<Input>, typename Input::element_type> {
+ public:
+  SkipDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
+    if (count < -1) {
+      throw InvalidArgument("skip: count must be >= 0, or -1 for all; got " + std::to_string(count),
+                            {.stage = "skip"});
+    }
+  }
+  auto make_iterator(const IteratorContext& ctx) const {
+    return SkipIterator<iterator_t<Input>>(input_.make_iterator(ctx), count_);
+  }
+
+ private:
+  Input input_;
+  std::int64_t count_;
+};
+
+}  // namespace ingest

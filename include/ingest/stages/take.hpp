@@ -1,0 +1,64 @@
+// take(count): the first `count` elements (-1: all). tf.data counterpart:
+// TakeDataset. A failed element counts toward `count`, as it does in tf.data.
+// Stops pulling from its input once `count` is reached.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class TakeIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  TakeIterator(InputIt input, std::int64_t count) : input_(std::move(input)), left_(count) {}
+
+  std::optional<value_type> next() {
+    if (left_ == 0) return std::nullopt;
+    if (left_ > 0) --left_;  // a failed element counts too
+    std::optional<value_type> x = input_.next();
+    if (!x) left_ = 0;
+    return x;
+  }
+
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<InputIt> {
+    const std::size_t want =
+        left_ < 0 ? out.size() : std::min(out.size(), static_cast<std::size_t>(left_));
+    const std::size_t got = want == 0 ? 0 : input_.fill(out.first(want));
+    if (left_ > 0) left_ -= static_cast<std::int64_t>(got);
+    return got;
+  }
+
+ private:
+  InputIt input_;
+  std::int64_t left_;  // -1: unlimited
+};
+
+template <class Input>
+class TakeDataset : public DatasetBase<TakeDataset<Input>, typename Input::element_type> {
+ public:
+  TakeDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
+    if (count < -1) {
+      throw InvalidArgument("take: count must be >= 0, or -1 for all; got " + std::to_string(count),
+                            {.stage = "take"});
+    }
+  }
+  auto make_iterator(const IteratorContext& ctx) const {
+    return TakeIterator<iterator_t<Input>>(input_.make_iterator(ctx), count_);
+  }
+
+ private:
+  Input input_;
+  std::int64_t count_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,63 @@
+// unbatch(): splits each batch back into its elements with unbatch_traits
+// (a Tensor into views of its rows, a std::vector into its elements, tuples
+// field by field). tf.data counterpart: UnbatchDataset. Tensor rows are views
+// sharing the batch's storage, not copies.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <utility>
+
+#include "ingest/core/batch_traits.hpp"
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class UnbatchIterator {
+  using batch_type = typename InputIt::value_type;
+  using traits = unbatch_traits<batch_type>;
+
+ public:
+  using value_type = typename traits::element_type;
+
+  explicit UnbatchIterator(InputIt input) : input_(std::move(input)) {}
+
+  std::optional<value_type> next() {
+    while (!current_ || pos_ == size_) {
+      current_.reset();
+      current_ = input_.next();
+      if (!current_) return std::nullopt;
+      pos_ = 0;
+      try {
+        size_ = traits::size(*current_);
+      } catch (...) {
+        current_.reset();
+        detail::rethrow_with_context({.stage = "unbatch"});
+      }
+    }
+    return traits::get(*current_, pos_++);
+  }
+
+ private:
+  InputIt input_;
+  std::optional<batch_type> current_;
+  std::size_t pos_ = 0, size_ = 0;
+};
+
+template <class Input>
+class UnbatchDataset
+    : public DatasetBase<UnbatchDataset<Input>,
+                         typename unbatch_traits<typename Input::element_type>::element_type> {
+ public:
+  explicit UnbatchDataset(Input input) : input_(std::move(input)) {}
+  auto make_iterator(const IteratorContext& ctx) const {
+    return UnbatchIterator<iterator_t<Input>>(input_.make_iterator(ctx));
+  }
+
+ private:
+  Input input_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,82 @@
+// zip(a, b, ...): tuples of the inputs' elements, position by position,
+// ending with the shortest input. tf.data counterpart: ZipDataset. Inputs are
+// pulled in order; once one ends, the others are not pulled again. An error
+// from any input fails that position (the other inputs' elements at that
+// position are dropped) and iteration may continue.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+
+namespace ingest {
+
+template <class... InputIts>
+class ZipIterator {
+ public:
+  using value_type = std::tuple<typename InputIts::value_type...>;
+
+  explicit ZipIterator(InputIts... inputs) : inputs_(std::move(inputs)...) {}
+
+  std::optional<value_type> next() {
+    if (done_) return std::nullopt;
+    return pull(std::index_sequence_for<InputIts...>{});
+  }
+
+ private:
+  template <std::size_t... I>
+  std::optional<value_type> pull(std::index_sequence<I...>) {
+    std::tuple<std::optional<typename InputIts::value_type>...> parts;
+    std::exception_ptr error;
+    // Pull every input at this position (so all advance together), stopping at the first end.
+    const bool all = ([&]() -> bool {
+      try {
+        std::get<I>(parts) = std::get<I>(inputs_).next();
+        return std::get<I>(parts).has_value();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+        return true;
+      }
+    }() && ...);
+    if (!all) {
+      done_ = true;
+      return std::nullopt;
+    }
+    if (error) std::rethrow_exception(error);
+    return value_type(std::move(*std::get<I>(parts))...);
+  }
+
+  std::tuple<InputIts...> inputs_;
+  bool done_ = false;
+};
+
+template <class... Inputs>
+class ZipDataset
+    : public DatasetBase<ZipDataset<Inputs...>, std::tuple<typename Inputs::element_type...>> {
+  static_assert(sizeof...(Inputs) >= 1, "zip: needs at least one dataset");
+
+ public:
+  explicit ZipDataset(Inputs... inputs) : inputs_(std::move(inputs)...) {}
+  auto make_iterator(const IteratorContext& ctx) const {
+    return std::apply(
+        [&ctx](const auto&... d) {
+          return ZipIterator<iterator_t<Inputs>...>(d.make_iterator(ctx)...);
+        },
+        inputs_);
+  }
+
+ private:
+  std::tuple<Inputs...> inputs_;
+};
+
+/// Tuples of the datasets' elements; ends with the shortest (tf: Dataset.zip).
+template <dataset... Ds>
+ZipDataset<Ds...> zip(const Ds&... datasets) {
+  return ZipDataset<Ds...>(datasets...);
+}
+
+}  // namespace ingest

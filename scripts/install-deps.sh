@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that building, testing and benchmarking ingest
+# need, skipping those already installed. Safe to run any number of times.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ clang libclang-rt-14-dev clang-format  # toolchains, sanitizers, libFuzzer
+  libboost-dev zlib1g-dev                                        # the core
+  catch2 libbenchmark-dev nlohmann-json3-dev                     # tests, benchmarks
+  libprotobuf-dev protobuf-compiler                              # tf.Example interop tests
+  libdlpack-dev libjpeg62-turbo-dev                              # optional parts
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds ingest with its tests, examples and
+# benchmarks, and runs every test (unit tests, examples with their expected
+# output, packaging consumers, benchmark smoke runs).
+#
+#   scripts/test.sh            release build with g++ (the README's command)
+#   scripts/test.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/test.sh tsan       ThreadSanitizer
+#   scripts/test.sh clang      release build with clang++
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+config=${1:-release}
+scripts/install-deps.sh
+
+cmake_args=(-G Ninja)
+ctest_args=(--output-on-failure -j "$(nproc)")
+case "$config" in
+  release) cmake_args+=(-DCMAKE_BUILD_TYPE=Release) ;;
+  clang) cmake_args+=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++) ;;
+  asan)
+    cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" -DINGEST_SANITIZE=address,undefined -DINGEST_BUILD_BENCH=OFF)
+    ctest_args+=(-LE package)
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    ;;
+  tsan)
+    cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g" -DINGEST_SANITIZE=thread -DINGEST_BUILD_BENCH=OFF)
+    ctest_args+=(-LE package)
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    ;;
+  *)
+    echo "usage: $0 [release|asan|tsan|clang]" >&2
+    exit 2
+    ;;
+esac
+
+build="build/$config"
+cmake -S . -B "$build" "${cmake_args[@]}"
+cmake --build "$build" -j "$(nproc)"
+ctest --test-dir "$build" "${ctest_args[@]}"

@@ -1,0 +1,1 @@
+// Carrier of the tests' precompiled header (see tests/CMakeLists.txt).

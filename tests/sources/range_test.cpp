@@ -1,0 +1,43 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using V = std::vector<std::int64_t>;
+
+TEST_CASE("range follows Python/tf.data semantics", "[sources][range]") {
+  CHECK(collect(range(5)) == V{0, 1, 2, 3, 4});
+  CHECK(collect(range(2, 5)) == V{2, 3, 4});
+  CHECK(collect(range(1, 10, 3)) == V{1, 4, 7});
+  CHECK(collect(range(5, 0, -2)) == V{5, 3, 1});
+  CHECK(collect(range(0)).empty());
+  CHECK(collect(range(-3)).empty());
+  CHECK(collect(range(3, 3)).empty());
+  CHECK(collect(range(0, 5, -1)).empty());
+  CHECK(collect(range(7, 8)) == V{7});
+  CHECK_THROWS_AS(range(0, 5, 0), InvalidArgument);
+}
+
+TEST_CASE("range bulk fill matches next", "[sources][range]") {
+  CHECK(collect_bulk(range(100), 7) == iota(0, 100));
+  CHECK(collect_bulk(range(10, -10, -3), 4) == collect(range(10, -10, -3)));
+  CHECK(collect_bulk(range(0), 4).empty());
+}
+
+TEST_CASE("range at the limits of int64 does not overflow", "[sources][range]") {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max();
+  constexpr auto min = std::numeric_limits<std::int64_t>::min();
+  CHECK(collect(range(max - 2, max)) == V{max - 2, max - 1});
+  CHECK(collect(range(max - 1, max, 10)) == V{max - 1});
+  CHECK(collect(range(min + 1, min, -5)) == V{min + 1});
+  auto it = range(min, max, max).iterator();
+  CHECK(it.next() == min);
+  CHECK(it.next() == -1);
+  CHECK(it.next() == max - 1);
+  CHECK_FALSE(it.next());
+}

@@ -1,0 +1,45 @@
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using V = std::vector<std::int64_t>;
+
+TEST_CASE("repeat runs the input count times", "[stages][repeat]") {
+  CHECK(collect(range(3).repeat(2)) == V{0, 1, 2, 0, 1, 2});
+  CHECK(collect(range(3).repeat(1)) == V{0, 1, 2});
+  CHECK(collect(range(3).repeat(0)).empty());
+  CHECK(collect(range(1).repeat(3)) == V{0, 0, 0});
+  CHECK_THROWS_AS(range(3).repeat(-2), InvalidArgument);
+  CHECK(collect_bulk(range(5).repeat(3), 4) == collect(range(5).repeat(3)));
+}
+
+TEST_CASE("repeat forever and repeat of an empty dataset", "[stages][repeat]") {
+  CHECK(collect(range(2).repeat().take(5)) == V{0, 1, 0, 1, 0});
+  // Forever over nothing ends instead of spinning.
+  CHECK(collect(range(0).repeat()).empty());
+  CHECK(collect(range(0).repeat(5)).empty());
+  CHECK(collect(range(3).filter([](std::int64_t) { return false; }).repeat()).empty());
+}
+
+TEST_CASE("each epoch is a new pass over the input", "[stages][repeat]") {
+  int passes = 0;
+  auto ds = from_generator([&passes] {
+    const int p = passes++;
+    return [p, i = 0]() mutable -> std::optional<int> {
+      if (i == 2) return std::nullopt;
+      return p * 10 + i++;
+    };
+  });
+  CHECK(collect(ds.repeat(3)) == std::vector<int>{0, 1, 10, 11, 20, 21});
+}
+
+TEST_CASE("an epoch with only errors is not empty", "[stages][repeat]") {
+  auto ds = range(1).map([](std::int64_t) -> std::int64_t { throw Boom("always"); }).repeat(3);
+  auto out = collect_outcomes(ds);
+  CHECK(out.size() == 3);
+  for (auto& o : out) CHECK_FALSE(o.value);
+}
