@@ -56,6 +56,46 @@ void ingest_static(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * (n / batch_size) * batch_size);
 }
 
+// The full W1 pipeline, with prefetch(2): batches cross to the consumer's thread.
+void ingest_prefetch(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const auto ds = pipeline(n).prefetch(2);
+  for (auto _ : state) {
+    std::int64_t total = 0;
+    auto it = ds.iterator();
+    while (auto b = it.next()) total += sum_batch(*b);
+    benchmark::DoNotOptimize(total);
+  }
+  state.SetItemsProcessed(state.iterations() * (n / batch_size) * batch_size);
+}
+
+// A trivial function through the sequential map and through the parallel
+// map (map-and-batch), batched, and pulled element by element.
+template <bool parallel, bool batched>
+void trivial_map(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  auto inc = [](std::int64_t x) { return x + 1; };
+  auto mapped = [&] {
+    if constexpr (parallel) {
+      return ingest::range(n).map(inc, {.parallelism = ingest::autotune});
+    } else {
+      return ingest::range(n).map(inc);
+    }
+  }();
+  for (auto _ : state) {
+    std::int64_t total = 0;
+    if constexpr (batched) {
+      auto it = mapped.batch(batch_size).iterator();
+      while (auto b = it.next()) total += sum_batch(*b);
+    } else {
+      auto it = mapped.iterator();
+      while (auto x = it.next()) total += *x;
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 // Erased at the element boundary: batch pulls through AnyIterator's bulk fill.
 void ingest_erased(benchmark::State& state) {
   const std::int64_t n = state.range(0);
@@ -99,5 +139,27 @@ void ingest::bench::register_benchmarks(const Config& config) {
   benchmark::RegisterBenchmark("W1/ingest_erased_per_element_next", ingest_erased_per_element)
       ->Arg(n)
       ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("W1/ingest_prefetch2", ingest_prefetch)
+      ->Arg(n)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   set_reference("W1/", "W1/plain_loop/" + std::to_string(n));
+
+  // Parallel map of x -> x+1 against the sequential map (target: >= 0.8).
+  benchmark::RegisterBenchmark("trivial_map_batched/sequential", trivial_map<false, true>)
+      ->Arg(n)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("trivial_map_batched/parallel", trivial_map<true, true>)
+      ->Arg(n)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("trivial_map_elements/sequential", trivial_map<false, false>)
+      ->Arg(n)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("trivial_map_elements/parallel", trivial_map<true, false>)
+      ->Arg(n)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  set_reference("trivial_map_batched/", "trivial_map_batched/sequential/" + std::to_string(n));
+  set_reference("trivial_map_elements/", "trivial_map_elements/sequential/" + std::to_string(n));
 }

@@ -20,8 +20,11 @@ struct Config {
 void register_benchmarks(const Config& config);
 
 /// Declares `reference` (a benchmark name) the limit that benchmarks whose
-/// name starts with `prefix` are compared with.
-void set_reference(const std::string& prefix, const std::string& reference);
+/// name starts with `prefix` are compared with: each gets rate / (reference
+/// rate x scale), printed with `label` (e.g. scale = cores and label
+/// "efficiency" for parallel efficiency against one thread).
+void set_reference(const std::string& prefix, const std::string& reference, double scale = 1.0,
+                   const std::string& label = "x");
 
 /// Prints a line under the results (e.g. a measured property of the workload).
 void note(const std::string& line);

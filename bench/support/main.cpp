@@ -12,8 +12,13 @@
 namespace ingest::bench {
 namespace {
 
+struct Reference {
+  std::string prefix, name;
+  double scale;
+  std::string label;
+};
 struct State {
-  std::vector<std::pair<std::string, std::string>> references;  // prefix, reference
+  std::vector<Reference> references;
   std::vector<std::string> notes;
 };
 State& state() {
@@ -35,17 +40,20 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
   void print_ratios() const {
     bool header = false;
-    for (const auto& [prefix, reference] : state().references) {
-      auto ref = rates_.find(reference);
+    for (const auto& r : state().references) {
+      auto ref = rates_.find(r.name);
       if (ref == rates_.end() || ref->second <= 0) continue;
       for (const auto& [name, rate] : rates_) {
-        if (name == reference || name.rfind(prefix, 0) != 0) continue;
+        if (name == r.name || name.rfind(r.prefix, 0) != 0) continue;
         if (!header) {
           std::printf("\nRatios against the reference measured in this run (items/s):\n");
           header = true;
         }
-        std::printf("  %-58s %8.3f x  %s (%.4g/s vs %.4g/s)\n", name.c_str(), rate / ref->second,
-                    reference.c_str(), rate, ref->second);
+        std::string against = r.name;
+        if (r.scale != 1.0) against = std::to_string(r.scale).substr(0, 4) + " x " + against;
+        std::printf("  %-52s %8.3f %-10s vs %s (%.4g/s vs %.4g/s)\n", name.c_str(),
+                    rate / (ref->second * r.scale), r.label.c_str(), against.c_str(), rate,
+                    ref->second);
       }
     }
     for (const auto& line : state().notes) std::printf("%s\n", line.c_str());
@@ -57,8 +65,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
 }  // namespace
 
-void set_reference(const std::string& prefix, const std::string& reference) {
-  state().references.emplace_back(prefix, reference);
+void set_reference(const std::string& prefix, const std::string& reference, double scale,
+                   const std::string& label) {
+  state().references.push_back({prefix, reference, scale, label});
 }
 void note(const std::string& line) { state().notes.push_back(line); }
 

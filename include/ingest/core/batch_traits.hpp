@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 #include <cstring>
 #include <optional>
@@ -216,6 +217,14 @@ struct batch_traits<std::pair<A, B>> {
 
 template <class T>
 using batch_t = typename batch_traits<T>::batch_type;
+
+namespace detail {
+/// A builder that exposes its batch buffer for bulk writes (arithmetic elements).
+template <class B, class T>
+concept bulk_builder = requires(B& b) {
+  { b.slots() } -> std::same_as<std::span<T>>;
+};
+}  // namespace detail
 
 /// How a batch splits back into elements (unbatch). A specialisation provides
 /// `element_type`, `static std::size_t size(const B&)` and

@@ -63,6 +63,25 @@ template <class First, class Second>
 class ConcatenateDataset;
 template <class T>
 class AnyDataset;
+template <class Input, class F>
+class ParallelMapDataset;
+template <class Input, class F>
+class MapAndBatchDataset;
+template <class Input, class F>
+class InterleaveDataset;
+template <class Input>
+class PrefetchDataset;
+template <class Input>
+class ShuffleDataset;
+template <class Input>
+class WithOptionsDataset;
+
+namespace detail {
+template <class D>
+struct is_parallel_map : std::false_type {};
+template <class Input, class F>
+struct is_parallel_map<ParallelMapDataset<Input, F>> : std::true_type {};
+}  // namespace detail
 
 /// The iterator handed to users by Dataset::iterator(): the pipeline's
 /// outermost stage iterator, plus (as the runtime grows) pipeline-wide state.
@@ -106,6 +125,19 @@ class DatasetBase {
     return MapDataset<Derived, F>(self(), std::move(f));
   }
 
+  /// Applies `f` on the runtime's pool, `options.parallelism` calls in flight
+  /// (tf: map with num_parallel_calls). `f` is called concurrently, so it must
+  /// be callable as const. Followed by .batch(), the two fuse into one stage.
+  template <class F>
+  auto map(F f, MapOptions options) const {
+    static_assert(std::is_invocable_v<const F&, T&&>,
+                  "map: with a parallelism, the function must be callable as const with this "
+                  "dataset's element type (it runs on several threads; no mutable lambdas)");
+    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&>>,
+                  "map: the function must return the new element (it returns void)");
+    return ParallelMapDataset<Derived, F>(self(), std::move(f), options);
+  }
+
   /// Keeps the elements for which `pred(const T&)` is true (tf: filter).
   template <class Pred>
   auto filter(Pred pred) const {
@@ -127,7 +159,14 @@ class DatasetBase {
   /// Stacks `batch_size` consecutive elements with batch_traits<T> (tf: batch).
   /// A batch containing a failed element fails as a whole.
   auto batch(std::int64_t batch_size, BatchOptions options = {}) const {
-    return BatchDataset<Derived>(self(), batch_size, options);
+    if constexpr (detail::is_parallel_map<Derived>::value) {
+      // map(f, {parallel}).batch(n): one stage writing results into the batch buffer.
+      return MapAndBatchDataset<std::decay_t<decltype(self().input())>,
+                                std::decay_t<decltype(self().function())>>(
+          self().input(), self().function(), self().options(), batch_size, options);
+    } else {
+      return BatchDataset<Derived>(self(), batch_size, options);
+    }
   }
   /// Like batch, padding elements of varying shape (tf: padded_batch).
   auto padded_batch(std::int64_t batch_size, PaddedBatchOptions options = {}) const {
@@ -156,6 +195,33 @@ class DatasetBase {
   /// Drops elements whose production threw an ingest::Error, counting them (tf: ignore_errors).
   auto ignore_errors(IgnoreErrorsOptions options = {}) const {
     return IgnoreErrorsDataset<Derived>(self(), std::move(options));
+  }
+
+  /// Maps each element to a dataset with `f` and interleaves their elements:
+  /// `cycle_length` open at once, `block_length` from each in turn (tf: interleave).
+  template <class F>
+  auto interleave(F f, InterleaveOptions options = {}) const {
+    static_assert(std::is_invocable_v<F&, T&&>,
+                  "interleave: the function cannot be called with this dataset's element type");
+    static_assert(dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>,
+                  "interleave: the function must return a dataset (e.g. ingest::tfrecord({path}))");
+    return InterleaveDataset<Derived, F>(self(), std::move(f), options);
+  }
+
+  /// Shuffles with a buffer of `buffer_size` elements (tf: shuffle).
+  auto shuffle(std::int64_t buffer_size, ShuffleOptions options = {}) const {
+    return ShuffleDataset<Derived>(self(), buffer_size, options);
+  }
+
+  /// Produces up to `buffer_size` elements ahead of the consumer on a
+  /// background thread; ingest::autotune lets the runtime size it (tf: prefetch).
+  auto prefetch(std::int64_t buffer_size) const {
+    return PrefetchDataset<Derived>(self(), buffer_size);
+  }
+
+  /// Runs the stages before this one with `options` (tf: with_options). Put it last.
+  auto with_options(PipelineOptions options) const {
+    return WithOptionsDataset<Derived>(self(), std::move(options));
   }
 
   /// Type-erases the dataset: AnyDataset<T>, one virtual call per element (or

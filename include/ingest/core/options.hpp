@@ -3,14 +3,66 @@
 // sites readable: ds.batch(32, {.drop_remainder = true}).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "ingest/core/errors.hpp"
 #include "ingest/core/shape.hpp"
 
 namespace ingest {
+
+class Runtime;
+
+/// A knob value that hands the knob to the autotuner (tf: tf.data.AUTOTUNE).
+/// Until a pipeline's autotuner is enabled, an autotuned parallelism is the
+/// runtime's thread count and an autotuned prefetch buffer holds 2 elements
+/// per runtime thread.
+inline constexpr std::int64_t autotune = -1;
+
+/// Options of map with a parallelism (tf: map with num_parallel_calls).
+struct MapOptions {
+  /// Calls of the function in flight at once; ingest::autotune to let the
+  /// autotuner choose. 1 still runs the function asynchronously to the consumer.
+  std::int64_t parallelism = 1;
+  /// Keep the input's order (default: the pipeline's setting, which defaults
+  /// to true). Non-deterministic order returns whichever results are ready.
+  std::optional<bool> deterministic{};
+};
+
+/// Options of interleave.
+struct InterleaveOptions {
+  /// Input elements whose datasets are open at once (default: runtime threads).
+  std::int64_t cycle_length = autotune;
+  /// Consecutive elements taken from each open dataset in turn.
+  std::int64_t block_length = 1;
+  /// Open datasets fetched from concurrently, on their own threads; 1 (the
+  /// default) reads them one at a time on the iterating thread.
+  std::int64_t parallelism = 1;
+  /// Keep tf.data's round-robin order (default: the pipeline's setting).
+  std::optional<bool> deterministic{};
+};
+
+/// Options of shuffle.
+struct ShuffleOptions {
+  /// Seed of the order; without one, every run gets a fresh random order.
+  std::optional<std::uint64_t> seed{};
+  /// A new order for every pass over the dataset (each repeat epoch).
+  bool reshuffle_each_iteration = true;
+};
+
+/// Options applied to the stages before with_options() (tf: Dataset.with_options).
+struct PipelineOptions {
+  /// Compute threads of a runtime private to each iterator of this pipeline.
+  std::optional<std::size_t> threads{};
+  /// A runtime to share between pipelines (takes precedence over threads).
+  std::shared_ptr<Runtime> runtime{};
+  /// Whether async stages keep order unless a stage says otherwise.
+  std::optional<bool> deterministic{};
+};
 
 /// Options of batch.
 struct BatchOptions {

@@ -22,13 +22,6 @@
 
 namespace ingest {
 
-namespace detail {
-template <class B, class T>
-concept bulk_builder = requires(B& b) {
-  { b.slots() } -> std::same_as<std::span<T>>;
-};
-}  // namespace detail
-
 template <class InputIt>
 class BatchIterator {
   using element_type = typename InputIt::value_type;

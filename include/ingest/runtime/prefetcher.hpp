@@ -1,0 +1,212 @@
+// A producer running ahead of its consumer: a driver thread pulls an input
+// iterator into a bounded single-producer / single-consumer ring, and the
+// consumer takes elements out in order. Shared by prefetch and the parallel
+// interleave (one per open input). Hand-offs are two atomic counters and a
+// Notifier each way, so a hand-off costs no lock and no system call while
+// both sides are busy. Errors travel through the ring at their position.
+// cancel_and_join() stops the producer after its current element and
+// destroys the input iterator on the calling thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/iterator.hpp"
+#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/sync.hpp"
+
+namespace ingest::detail {
+
+/// Limits how many producers pull at once (a parallel interleave's parallelism).
+class Gate {
+ public:
+  explicit Gate(std::size_t permits) : permits_(permits) {}
+  void acquire() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return permits_ > 0; });
+    --permits_;
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu_);
+      ++permits_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t permits_;
+};
+
+template <iterator It>
+class Prefetcher {
+ public:
+  using value_type = typename It::value_type;
+
+  /// What try_take found.
+  enum class Status { value, end, empty };
+
+  /// `capacity`: elements buffered at most. `gate` (optional) is held around
+  /// each pull; `also_notify` (optional) is told of every pushed element.
+  Prefetcher(It input, std::size_t capacity, Runtime& runtime, Gate* gate = nullptr,
+             Notifier* also_notify = nullptr)
+      : shared_(std::make_shared<Shared>(std::move(input), capacity, gate, also_notify)),
+        runtime_(&runtime) {}
+  Prefetcher(Prefetcher&&) noexcept = default;
+  Prefetcher& operator=(Prefetcher&&) = delete;
+  ~Prefetcher() { cancel_and_join(); }
+
+  /// Starts the producer (idempotent); next() and try_take() start it too.
+  void start() {
+    if (started_ || !shared_) return;
+    started_ = true;
+    runtime_->spawn([s = shared_] { s->produce(); });
+  }
+
+  /// The next element in order, blocking until it is produced; rethrows an
+  /// element's error at its position.
+  std::optional<value_type> next() {
+    if (ended_) return std::nullopt;
+    start();
+    Shared& s = *shared_;
+    const std::size_t head = s.head.load(std::memory_order_relaxed);
+    s.not_empty.wait_until([&] { return s.tail.load(std::memory_order_acquire) != head; });
+    return take_at(head);
+  }
+
+  /// Like next() but never blocks: Status::empty if nothing is ready.
+  Status try_take(std::optional<value_type>& out) {
+    if (ended_) return Status::end;
+    start();
+    Shared& s = *shared_;
+    const std::size_t head = s.head.load(std::memory_order_relaxed);
+    if (s.tail.load(std::memory_order_acquire) == head) return Status::empty;
+    out = take_at(head);
+    return out ? Status::value : Status::end;
+  }
+
+  /// True if next() would not block.
+  bool ready() const noexcept {
+    return ended_ || !shared_ ||
+           shared_->tail.load(std::memory_order_acquire) !=
+               shared_->head.load(std::memory_order_relaxed);
+  }
+
+  /// True once the producer has pushed its last item and it was consumed.
+  bool ended() const noexcept { return ended_; }
+
+  /// Asks the producer to stop after its current element, without waiting;
+  /// lets the caller stop many prefetchers before joining them one by one.
+  void request_stop() noexcept {
+    if (!shared_) return;
+    shared_->cancelled.store(true, std::memory_order_release);
+    shared_->not_full.notify();
+  }
+
+  /// Stops the producer after its current element, waits for it, and destroys
+  /// the input iterator on this thread. Idempotent.
+  void cancel_and_join() noexcept {
+    if (!shared_) return;
+    Shared& s = *shared_;
+    s.cancelled.store(true, std::memory_order_release);
+    s.not_full.notify();
+    if (started_)
+      s.exit_signal.wait_until([&] { return s.exited.load(std::memory_order_acquire); });
+    s.input.reset();
+    s.ring.clear();
+    shared_.reset();
+  }
+
+ private:
+  struct Item {
+    std::optional<value_type> value;
+    std::exception_ptr error;
+  };
+
+  struct Shared {
+    Shared(It in, std::size_t capacity, Gate* g, Notifier* extra)
+        : input(std::in_place, std::move(in)),
+          ring(capacity == 0 ? 1 : capacity),
+          gate(g),
+          also_notify(extra) {}
+
+    void produce() noexcept {
+      for (;;) {
+        if (cancelled.load(std::memory_order_acquire)) break;
+        Item item;
+        try {
+          if (gate) gate->acquire();
+          try {
+            item.value = input->next();
+          } catch (...) {
+            item.error = std::current_exception();
+          }
+          if (gate) gate->release();
+        } catch (...) {
+          item.error = std::current_exception();
+        }
+        const bool last = !item.value && !item.error;
+        if (!push(std::move(item))) break;
+        if (last) break;
+      }
+      exited.store(true, std::memory_order_release);
+      exit_signal.notify();
+    }
+
+    // Waits for room; false if cancelled meanwhile.
+    bool push(Item&& item) {
+      const std::size_t t = tail.load(std::memory_order_relaxed);
+      not_full.wait_until([&] {
+        return t - head.load(std::memory_order_acquire) < ring.size() ||
+               cancelled.load(std::memory_order_acquire);
+      });
+      if (cancelled.load(std::memory_order_acquire)) return false;
+      ring[t % ring.size()] = std::move(item);
+      tail.store(t + 1, std::memory_order_release);
+      not_empty.notify();
+      if (also_notify) also_notify->notify();
+      return true;
+    }
+
+    std::optional<It> input;
+    std::vector<Item> ring;
+    Gate* gate;
+    Notifier* also_notify;
+    alignas(64) std::atomic<std::size_t> head{0};  // consumer position
+    alignas(64) std::atomic<std::size_t> tail{0};  // producer position
+    Notifier not_empty, not_full, exit_signal;
+    std::atomic<bool> cancelled{false};
+    std::atomic<bool> exited{false};
+  };
+
+  std::optional<value_type> take_at(std::size_t head) {
+    Shared& s = *shared_;
+    Item& item = s.ring[head % s.ring.size()];
+    std::optional<value_type> value = std::move(item.value);
+    std::exception_ptr error = std::move(item.error);
+    item.value.reset();
+    item.error = nullptr;
+    s.head.store(head + 1, std::memory_order_release);
+    s.not_full.notify();
+    if (error) std::rethrow_exception(error);
+    if (!value) ended_ = true;
+    return value;
+  }
+
+  std::shared_ptr<Shared> shared_;
+  Runtime* runtime_;
+  bool started_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace ingest::detail

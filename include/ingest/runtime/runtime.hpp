@@ -1,0 +1,152 @@
+// The runtime: one compute pool (Boost.Asio thread_pool) for user functions,
+// plus "driver" threads for the jobs that block (a prefetch producer, a
+// parallel interleave's fetchers). tf.data counterpart: the iterator
+// context's runner and the UnboundedThreadPool. Pool tasks never block on
+// other pool tasks; the blocking work lives on driver threads, which are
+// created on demand and reused. So nested async stages cannot deadlock,
+// whatever the pool size, one thread included.
+#pragma once
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+namespace detail {
+
+// Runs blocking jobs, each on its own thread; threads are kept and reused.
+class DriverThreads {
+ public:
+  DriverThreads() = default;
+  DriverThreads(const DriverThreads&) = delete;
+  DriverThreads& operator=(const DriverThreads&) = delete;
+
+  ~DriverThreads() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    const auto self = std::this_thread::get_id();
+    for (auto& w : workers_) {
+      if (w->thread.get_id() == self) {
+        w->thread.detach();  // destroyed from one of our own jobs: cannot join ourselves
+      } else if (w->thread.joinable()) {
+        w->thread.join();
+      }
+    }
+  }
+
+  /// Runs `job` on an idle driver thread, or a new one.
+  void run(std::function<void()> job) {
+    std::unique_lock lock(mu_);
+    for (auto& w : workers_) {
+      if (!w->job && w->idle) {
+        w->job = std::move(job);
+        w->idle = false;
+        lock.unlock();
+        cv_.notify_all();
+        return;
+      }
+    }
+    auto w = std::make_unique<Worker>();
+    w->job = std::move(job);
+    Worker* raw = w.get();
+    workers_.push_back(std::move(w));
+    raw->thread = std::thread([this, raw] { loop(*raw); });
+  }
+
+  std::size_t size() const {
+    std::lock_guard lock(mu_);
+    return workers_.size();
+  }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::function<void()> job;
+    bool idle = false;
+  };
+
+  void loop(Worker& w) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return w.job || stopping_; });
+      if (!w.job) return;
+      std::function<void()> job = std::move(w.job);
+      w.job = nullptr;
+      lock.unlock();
+      job();          // jobs catch their own exceptions
+      job = nullptr;  // release captures before announcing idleness
+      lock.lock();
+      w.idle = true;
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  bool stopping_ = false;
+};
+
+}  // namespace detail
+
+/// A compute pool and driver threads shared by the async stages of the
+/// pipelines that use it. Thread-safe. Destroy it only after the iterators
+/// using it (they hold it through shared_ptr, so this is the default).
+class Runtime {
+ public:
+  /// A runtime with `threads` compute threads (0: the hardware's thread count).
+  explicit Runtime(std::size_t threads = 0)
+      : threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())),
+        pool_(threads_) {}
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime() { pool_.join(); }
+
+  /// Number of compute threads.
+  std::size_t threads() const noexcept { return threads_; }
+
+  /// Runs `f` on a compute thread. `f` must not block waiting for other
+  /// pool work; it should catch its own exceptions.
+  template <class F>
+  void post(F&& f) {
+    boost::asio::post(pool_, std::forward<F>(f));
+  }
+
+  /// Runs a job that may block (e.g. pulling from an input iterator) on a
+  /// driver thread.
+  void spawn(std::function<void()> job) { drivers_.run(std::move(job)); }
+
+  /// Driver threads created so far (they are reused).
+  std::size_t driver_threads() const { return drivers_.size(); }
+
+ private:
+  std::size_t threads_;
+  boost::asio::thread_pool pool_;
+  detail::DriverThreads drivers_;
+};
+
+/// The process-wide runtime (threads = hardware threads), created on first
+/// use. It lives until the process exits (never destroyed), so iterators
+/// that outlive main's locals stay safe.
+inline const std::shared_ptr<Runtime>& default_runtime() {
+  static auto* rt =
+      new std::shared_ptr<Runtime>(std::make_shared<Runtime>());  // immortal on purpose
+  return *rt;
+}
+
+}  // namespace ingest

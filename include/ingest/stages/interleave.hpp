@@ -1,0 +1,286 @@
+// interleave(f, {.cycle_length, .block_length, .parallelism, .deterministic}):
+// f maps each input element to a dataset; up to cycle_length of those are
+// open at once and block_length elements are taken from each in turn; an
+// exhausted one is replaced by the next input element's. tf.data
+// counterpart: InterleaveDataset / ParallelInterleaveDatasetV4, with exactly
+// its order when deterministic. With parallelism > 1 every open dataset (and
+// cycle_length more opened ahead, to hide open latency) is pulled by its own
+// driver thread into a small buffer, at most `parallelism` pulling at once:
+// the I/O-bound case of many files on slow storage. Non-deterministic mode
+// takes from whichever open dataset has an element ready. f runs on the
+// consumer's thread. Errors from f, from the input, or from an open dataset
+// surface from next() and iteration may continue.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/prefetcher.hpp"
+#include "ingest/runtime/runtime.hpp"
+
+namespace ingest {
+
+namespace detail {
+template <class F, class T>
+using interleaved_dataset_t = std::decay_t<std::invoke_result_t<F&, T&&>>;
+}  // namespace detail
+
+template <class InputIt, class F>
+class InterleaveIterator {
+  using In = typename InputIt::value_type;
+  using Inner = detail::interleaved_dataset_t<F, In>;
+  using InnerIt = iterator_t<Inner>;
+
+ public:
+  using value_type = typename Inner::element_type;
+
+  struct Config {
+    std::size_t cycle_length, block_length, parallelism;
+    bool deterministic;
+  };
+
+  InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx)
+      : input_(std::move(input)),
+        f_(std::move(f)),
+        config_(config),
+        ctx_(std::move(ctx)),
+        parallel_(config.parallelism > 1),
+        cycle_(config.cycle_length) {
+    if (parallel_) {
+      runtime_ = ctx_.runtime_or_default();
+      shared_ = std::make_unique<Shared>(config.parallelism);
+    }
+  }
+  InterleaveIterator(InterleaveIterator&&) noexcept = default;
+  InterleaveIterator& operator=(InterleaveIterator&&) = delete;
+  ~InterleaveIterator() {
+    // Ask every producer to stop first, then join them one by one.
+    for (auto& e : cycle_) {
+      if (e && e->fetcher) e->fetcher->request_stop();
+    }
+    for (auto& e : future_) {
+      if (e.fetcher) e.fetcher->request_stop();
+    }
+    cycle_.clear();
+    future_.clear();
+  }
+
+  std::optional<value_type> next() {
+    if (parallel_ && !config_.deterministic) return next_any();
+    while (more_inputs() || open_ > 0) {
+      std::optional<Element>& slot = cycle_[index_];
+      if (slot) {
+        std::optional<value_type> x =
+            pull(slot);  // an element's error leaves the block as is (tf.data)
+        if (x) {
+          if (++block_ == config_.block_length) advance();
+          return x;
+        }
+        close(slot);
+        advance();
+      } else if (more_inputs()) {
+        open(slot);
+      } else {
+        advance();
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // One open input element: its dataset's iterator, pulled directly or
+  // through a prefetcher, or the error that opening it raised.
+  struct Element {
+    std::optional<InnerIt> direct;
+    std::optional<detail::Prefetcher<InnerIt>> fetcher;
+    std::exception_ptr open_error;
+  };
+  struct Shared {
+    explicit Shared(std::size_t permits) : gate(permits) {}
+    detail::Gate gate;
+    detail::Notifier any_ready;  // told of every element a producer pushes
+  };
+
+  // Input elements not yet in the cycle: unread, or opened ahead.
+  bool more_inputs() const noexcept { return !input_done_ || !future_.empty(); }
+
+  void advance() {
+    block_ = 0;
+    index_ = (index_ + 1) % cycle_.size();
+  }
+
+  // Pulls from an open element; at its end returns nullopt.
+  std::optional<value_type> pull(std::optional<Element>& slot) {
+    Element& e = *slot;
+    if (e.open_error) {
+      std::exception_ptr error = std::exchange(e.open_error, nullptr);
+      close(slot);
+      std::rethrow_exception(error);
+    }
+    return e.fetcher ? e.fetcher->next() : e.direct->next();
+  }
+
+  void close(std::optional<Element>& slot) {
+    slot.reset();
+    --open_;
+  }
+
+  // Makes the next input element (f's dataset) an Element; nullopt at the
+  // input's end. Errors from the input propagate; errors from f or from
+  // creating the iterator are kept in the Element, to surface at its turn.
+  std::optional<Element> make_element() {
+    std::optional<In> x = input_.next();
+    if (!x) {
+      input_done_ = true;
+      return std::nullopt;
+    }
+    const std::int64_t index = input_index_++;
+    Element e;
+    try {
+      InnerIt it = detail::invoke_user("interleave", index, f_, std::move(*x)).make_iterator(ctx_);
+      if (parallel_) {
+        e.fetcher.emplace(std::move(it), 2 * config_.block_length + 1, *runtime_, &shared_->gate,
+                          &shared_->any_ready);
+        e.fetcher->start();
+      } else {
+        e.direct.emplace(std::move(it));
+      }
+    } catch (...) {
+      e.open_error = std::current_exception();
+    }
+    return e;
+  }
+
+  // Fills an empty cycle slot: from the elements opened ahead, or the input.
+  void open(std::optional<Element>& slot) {
+    if (!future_.empty()) {
+      slot.emplace(std::move(future_.front()));
+      future_.pop_front();
+      ++open_;
+    } else if (std::optional<Element> e = make_element()) {
+      slot.emplace(std::move(*e));
+      ++open_;
+    }
+    if (parallel_) open_ahead();
+    if (slot && slot->open_error) {
+      std::exception_ptr error = std::exchange(slot->open_error, nullptr);
+      close(slot);
+      std::rethrow_exception(error);
+    }
+  }
+
+  // Keeps cycle_length elements opened ahead, so their producers start early.
+  void open_ahead() {
+    while (!input_done_ && future_.size() < config_.cycle_length) {
+      std::optional<Element> e = make_element();
+      if (!e) break;
+      future_.push_back(std::move(*e));
+    }
+  }
+
+  // Non-deterministic: the first open element, from the current one on, with
+  // an element ready; waits for any producer when none is.
+  std::optional<value_type> next_any() {
+    for (;;) {
+      for (auto& slot : cycle_) {
+        if (!slot && more_inputs()) open(slot);
+      }
+      if (open_ == 0) return std::nullopt;
+      for (std::size_t k = 0; k < cycle_.size(); ++k) {
+        std::optional<Element>& slot = cycle_[(index_ + k) % cycle_.size()];
+        if (!slot) continue;
+        if (slot->open_error) {
+          pull(slot);  // rethrows
+        }
+        std::optional<value_type> x;
+        auto status = slot->fetcher->try_take(x);  // may rethrow an element's error
+        if (status == detail::Prefetcher<InnerIt>::Status::value) {
+          index_ = (index_ + k + 1) % cycle_.size();
+          return x;
+        }
+        if (status == detail::Prefetcher<InnerIt>::Status::end) {
+          close(slot);
+          if (more_inputs()) open(slot);
+        }
+      }
+      if (open_ > 0) {
+        shared_->any_ready.wait_until([this] {
+          for (auto& slot : cycle_) {
+            if (slot && (slot->open_error || slot->fetcher->ready())) return true;
+          }
+          return false;
+        });
+      }
+    }
+  }
+
+  InputIt input_;
+  F f_;
+  Config config_;
+  IteratorContext ctx_;
+  bool parallel_;
+  std::shared_ptr<Runtime> runtime_;
+  std::unique_ptr<Shared> shared_;  // stable address: producers point into it
+  std::vector<std::optional<Element>> cycle_;
+  std::deque<Element> future_;
+  std::size_t index_ = 0, block_ = 0, open_ = 0;
+  bool input_done_ = false;
+  std::int64_t input_index_ = 0;
+};
+
+template <class Input, class F>
+class InterleaveDataset
+    : public DatasetBase<
+          InterleaveDataset<Input, F>,
+          typename detail::interleaved_dataset_t<F, typename Input::element_type>::element_type> {
+ public:
+  InterleaveDataset(Input input, F f, InterleaveOptions options)
+      : input_(std::move(input)), f_(std::move(f)), options_(options) {
+    auto check = [](const char* what, std::int64_t v) {
+      if (v != autotune && v < 1) {
+        throw InvalidArgument(std::string("interleave: ") + what +
+                                  " must be >= 1 or ingest::autotune; got " + std::to_string(v),
+                              {.stage = "interleave"});
+      }
+    };
+    check("cycle_length", options.cycle_length);
+    check("parallelism", options.parallelism);
+    if (options.block_length < 1) {
+      throw InvalidArgument(
+          "interleave: block_length must be >= 1; got " + std::to_string(options.block_length),
+          {.stage = "interleave"});
+    }
+  }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    const auto& runtime = ctx.runtime_or_default();
+    typename InterleaveIterator<iterator_t<Input>, F>::Config config{};
+    config.cycle_length = options_.cycle_length == autotune
+                              ? runtime->threads()
+                              : static_cast<std::size_t>(options_.cycle_length);
+    config.block_length = static_cast<std::size_t>(options_.block_length);
+    config.parallelism = options_.parallelism == autotune
+                             ? config.cycle_length
+                             : static_cast<std::size_t>(options_.parallelism);
+    config.deterministic = options_.deterministic.value_or(ctx.deterministic);
+    return InterleaveIterator<iterator_t<Input>, F>(input_.make_iterator(ctx), f_, config, ctx);
+  }
+
+ private:
+  Input input_;
+  F f_;
+  InterleaveOptions options_;
+};
+
+}  // namespace ingest

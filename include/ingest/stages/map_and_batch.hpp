@@ -1,0 +1,382 @@
+// map(f, {.parallelism}).batch(n): one fused stage. tf.data counterpart:
+// MapAndBatchDataset. The consumer pulls a batch's inputs, splits the batch
+// into chunks for the pool, and each call of f writes its result straight
+// into its slot of the batch buffer (batch_traits' builder): no per-element
+// hand-off, no intermediate element buffer. Functions too cheap to hand over
+// run inline on the consumer's thread. Same output as the unfused pipeline:
+// a batch with a failed element (in f, in the input, or not stackable) fails
+// as a whole with its first error. Destroying the iterator stops new chunks
+// and waits for running ones.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/batch_traits.hpp"
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/chunk_runner.hpp"
+#include "ingest/runtime/chunking.hpp"
+#include "ingest/stages/parallel_map.hpp"
+
+namespace ingest {
+
+template <class InputIt, class F>
+class MapAndBatchIterator {
+  using In = typename InputIt::value_type;
+  using Out = std::decay_t<std::invoke_result_t<const F&, In&&>>;
+  using traits = batch_traits<Out>;
+  using builder = typename traits::builder;
+  // Inputs wait in plain slots when the type allows, so bulk pulling works.
+  static constexpr bool plain_inputs =
+      std::is_default_constructible_v<In> && std::is_move_assignable_v<In>;
+  using InputSlot = std::conditional_t<plain_inputs, In, std::optional<In>>;
+  static constexpr bool bulk_input = plain_inputs && bulk_iterator<InputIt>;
+
+ public:
+  using value_type = typename traits::batch_type;
+
+  MapAndBatchIterator(InputIt input, F f, std::size_t batch_size, bool drop_remainder,
+                      std::size_t parallelism, bool deterministic, IteratorContext ctx)
+      : input_(std::move(input)),
+        runtime_(ctx.runtime_or_default()),
+        allocator_(ctx.allocator),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder),
+        parallelism_(parallelism),
+        deterministic_(deterministic) {
+    const std::size_t p_max = std::max(parallelism, runtime_->threads());
+    const std::size_t chunks_per_batch = std::min(batch_size, 4 * p_max);
+    const std::size_t max_batches =
+        std::clamp<std::size_t>((4 * p_max + batch_size - 1) / batch_size, 2, 64);
+    Run run{std::move(f), std::make_unique<detail::ChunkPlanner>(batch_size)};
+    runner_ =
+        std::make_shared<Runner>(max_batches * chunks_per_batch, std::move(run), runtime_.get());
+    batches_.reserve(max_batches);
+    for (std::size_t i = 0; i < max_batches; ++i) batches_.push_back(std::make_unique<Batch>());
+  }
+  MapAndBatchIterator(MapAndBatchIterator&&) noexcept = default;
+  MapAndBatchIterator& operator=(MapAndBatchIterator&&) = delete;
+  ~MapAndBatchIterator() {
+    if (runner_) runner_->cancel_and_join();
+  }
+
+  std::optional<value_type> next() {
+    for (;;) {
+      detail::ChunkPlanner& planner = *runner_->run().planner;
+      planner.update();
+      inline_ = planner.prefer_inline(inline_);
+      if (inline_ && active_.empty()) {
+        if (input_done_) return std::nullopt;
+        Batch& b = *batches_[0];
+        load(b);
+        if (b.count == 0) return std::nullopt;
+        Chunk whole{&b, 0, b.count, nullptr, 0};
+        static const std::atomic<bool> never_cancelled{false};
+        if (++inline_batches_ % 16 == 0) {
+          runner_->run()(whole, never_cancelled);  // timed: keeps the cost estimate fresh
+        } else {
+          runner_->run().compute_all(whole, never_cancelled);
+        }
+        b.chunk_errors.push_back({whole.error, whole.error_index});
+        if (auto batch = finish(b)) return batch;
+        continue;
+      }
+      if (!inline_) launch();
+      if (active_.empty()) return std::nullopt;
+      Batch& b = take_ready();
+      if (auto batch = finish(b)) return batch;
+    }
+  }
+
+ private:
+  struct Batch {
+    std::optional<builder> out;
+    std::vector<InputSlot> in;
+    std::vector<std::uint8_t> failed;  // 1 where the input itself failed
+    bool any_failed = false;
+    std::exception_ptr input_error;
+    std::size_t input_error_index = 0;
+    std::size_t count = 0;
+    std::int64_t first_index = 0;
+    std::vector<std::size_t> chunks;  // runner slots of this batch's chunks
+    struct ChunkError {
+      std::exception_ptr error;
+      std::size_t index;
+    };
+    std::vector<ChunkError> chunk_errors;
+  };
+  struct Chunk {
+    Batch* batch = nullptr;
+    std::size_t begin = 0, end = 0;
+    std::exception_ptr error;  // the first failure in [begin, end)
+    std::size_t error_index = 0;
+  };
+  struct Run {
+    F f;
+    std::unique_ptr<detail::ChunkPlanner> planner;
+
+    static In&& take(InputSlot& s) {
+      if constexpr (plain_inputs) {
+        return std::move(s);
+      } else {
+        return std::move(*s);
+      }
+    }
+    void fail(Chunk& c, std::size_t i, const char* stage) const {
+      if (!c.error) {
+        c.error = detail::capture_with_context(
+            {.stage = stage, .element = c.batch->first_index + static_cast<std::int64_t>(i)});
+        c.error_index = i;
+      }
+    }
+    // Computes slots [i, c.end) into the batch buffer.
+    void compute(Chunk& c, std::size_t i, const std::atomic<bool>& cancelled) const {
+      Batch& b = *c.batch;
+      for (; i < c.end && !cancelled.load(std::memory_order_relaxed); ++i) {
+        if (b.any_failed && b.failed[i]) continue;
+        try {
+          auto&& v = f(take(b.in[i]));
+          try {
+            b.out->set(i, std::move(v));
+          } catch (...) {
+            fail(c, i, "batch");
+          }
+        } catch (...) {
+          fail(c, i, "map");
+        }
+      }
+    }
+    // A pool chunk: computed and timed (chunks last tens of microseconds, so
+    // the two clock reads are noise).
+    void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
+      const std::int64_t start = detail::now_ns();
+      compute_all(c, cancelled);
+      planner->record(c.end - c.begin, detail::now_ns() - start);
+    }
+    void compute_all(Chunk& c, const std::atomic<bool>& cancelled) const {
+      Batch& b = *c.batch;
+      if constexpr (detail::bulk_builder<builder, Out> && plain_inputs) {
+        if (!b.any_failed) {
+          // Arithmetic results: a plain loop over the batch buffer.
+          const std::span<Out> slots = b.out->slots();
+          std::size_t i = c.begin;
+          while (i < c.end) {
+            try {
+              for (; i < c.end; ++i) slots[i] = f(std::move(b.in[i]));
+            } catch (...) {
+              fail(c, i, "map");
+              ++i;
+            }
+          }
+        } else {
+          compute(c, c.begin, cancelled);
+        }
+      } else {
+        compute(c, c.begin, cancelled);
+      }
+    }
+  };
+  using Runner = detail::ChunkRunner<Chunk, Run>;
+
+  // Pulls up to batch_size inputs into b.
+  void load(Batch& b) {
+    b.out.reset();
+    b.out.emplace(BatchSpec{batch_size_, allocator_});
+    if (b.in.size() < batch_size_) {
+      b.in.resize(batch_size_);
+      b.failed.resize(batch_size_);
+    }
+    if (b.any_failed) std::fill(b.failed.begin(), b.failed.end(), 0);
+    b.any_failed = false;
+    b.input_error = nullptr;
+    b.chunks.clear();
+    b.chunk_errors.clear();
+    b.first_index = next_index_;
+    std::size_t k = 0;
+    while (k < batch_size_ && !input_done_) {
+      if constexpr (bulk_input) {
+        k += input_.fill(std::span<In>(b.in).subspan(k, batch_size_ - k));
+        if (k == batch_size_) break;
+      }
+      try {
+        std::optional<In> x = input_.next();
+        if (!x) {
+          input_done_ = true;
+          break;
+        }
+        b.in[k] = std::move(*x);
+      } catch (...) {
+        b.failed[k] = 1;
+        b.any_failed = true;
+        if (!b.input_error) {
+          b.input_error = std::current_exception();
+          b.input_error_index = k;
+        }
+      }
+      ++k;
+    }
+    b.count = k;
+    next_index_ += static_cast<std::int64_t>(k);
+  }
+
+  // Loads batches and submits their chunks while the budget allows.
+  void launch() {
+    while (!input_done_ && active_.size() < batches_.size()) {
+      Batch* b = nullptr;
+      for (auto& candidate : batches_) {
+        if (std::find(active_.begin(), active_.end(), candidate.get()) == active_.end()) {
+          b = candidate.get();
+          break;
+        }
+      }
+      load(*b);
+      if (b->count == 0) return;
+      const std::size_t per_chunk =
+          std::max(runner_->run().planner->chunk_size(),
+                   (b->count + 4 * parallelism_ - 1) / (4 * parallelism_));
+      for (std::size_t begin = 0; begin < b->count; begin += per_chunk) {
+        const std::size_t slot = runner_->find_idle();
+        Chunk& c = runner_->work(slot);
+        c = Chunk{b, begin, std::min(b->count, begin + per_chunk), nullptr, 0};
+        b->chunks.push_back(slot);
+        runner_->submit(slot, parallelism_);
+      }
+      active_.push_back(b);
+    }
+  }
+
+  bool ready(const Batch& b) const {
+    return std::all_of(b.chunks.begin(), b.chunks.end(),
+                       [this](std::size_t s) { return runner_->state(s) == Runner::done; });
+  }
+
+  // The next batch to hand out: the oldest (deterministic) or any finished
+  // one. Runs pending chunks itself rather than sleeping.
+  Batch& take_ready() {
+    for (;;) {
+      for (std::size_t k = 0; k < active_.size(); ++k) {
+        if (ready(*active_[k])) {
+          Batch& b = *active_[k];
+          active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
+          for (std::size_t s : b.chunks) {
+            Chunk& c = runner_->work(s);
+            b.chunk_errors.push_back({c.error, c.error_index});
+            c.error = nullptr;
+            runner_->release(s);
+          }
+          return b;
+        }
+        if (deterministic_) break;
+      }
+      bool helped = false;
+      if (deterministic_) {
+        for (std::size_t s : active_.front()->chunks) {
+          if (runner_->help(s)) {
+            helped = true;
+            break;
+          }
+        }
+      }
+      if (helped || runner_->help_oldest()) continue;
+      runner_->wait_until([this] {
+        if (runner_->has_pending()) return true;
+        for (const Batch* b : active_) {
+          if (ready(*b)) return true;
+          if (deterministic_) return false;
+        }
+        return false;
+      });
+    }
+  }
+
+  // The batch, or its first error; nullopt for a dropped remainder.
+  std::optional<value_type> finish(Batch& b) {
+    std::exception_ptr error = b.input_error;
+    std::size_t error_index = b.input_error_index;
+    for (auto& e : b.chunk_errors) {
+      if (e.error && (!error || e.index < error_index)) {
+        error = e.error;
+        error_index = e.index;
+      }
+    }
+    b.chunk_errors.clear();
+    const std::size_t count = b.count;
+    b.count = 0;
+    if (error) {
+      b.out.reset();
+      std::rethrow_exception(error);
+    }
+    if (count < batch_size_ && drop_remainder_) {
+      b.out.reset();
+      return std::nullopt;
+    }
+    value_type batch = std::move(*b.out).finish(count);
+    b.out.reset();
+    return batch;
+  }
+
+  InputIt input_;
+  std::shared_ptr<Runtime> runtime_;
+  Allocator* allocator_;
+  std::size_t batch_size_;
+  bool drop_remainder_;
+  std::size_t parallelism_;
+  bool deterministic_;
+  std::shared_ptr<Runner> runner_;
+  std::vector<std::unique_ptr<Batch>> batches_;
+  std::vector<Batch*> active_;  // batches with chunks submitted, in launch order
+  bool inline_ = false;
+  bool input_done_ = false;
+  std::int64_t next_index_ = 0;
+  std::uint64_t inline_batches_ = 0;
+};
+
+template <class Input, class F>
+class MapAndBatchDataset
+    : public DatasetBase<
+          MapAndBatchDataset<Input, F>,
+          batch_t<std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>>> {
+ public:
+  MapAndBatchDataset(Input input, F f, MapOptions map_options, std::int64_t batch_size,
+                     BatchOptions batch_options)
+      : input_(std::move(input)),
+        f_(std::move(f)),
+        map_options_(map_options),
+        batch_size_(batch_size),
+        batch_options_(batch_options) {
+    detail::check_parallelism("map", map_options.parallelism);
+    if (batch_size <= 0) {
+      throw InvalidArgument("batch: batch_size must be > 0; got " + std::to_string(batch_size),
+                            {.stage = "batch"});
+    }
+  }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    const auto& runtime = ctx.runtime_or_default();
+    return MapAndBatchIterator<iterator_t<Input>, F>(
+        input_.make_iterator(ctx), f_, static_cast<std::size_t>(batch_size_),
+        batch_options_.drop_remainder,
+        detail::resolve_parallelism(map_options_.parallelism, *runtime),
+        map_options_.deterministic.value_or(ctx.deterministic), ctx);
+  }
+
+ private:
+  Input input_;
+  F f_;
+  MapOptions map_options_;
+  std::int64_t batch_size_;
+  BatchOptions batch_options_;
+};
+
+}  // namespace ingest

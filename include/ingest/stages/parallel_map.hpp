@@ -1,0 +1,270 @@
+// map(f, {.parallelism, .deterministic}): f applied to every element by the
+// runtime's pool, at most `parallelism` calls in flight. tf.data counterpart:
+// ParallelMapDataset. Inputs are pulled on the consumer's thread (pulling is
+// sequential) and handed to the pool in chunks sized from f's measured cost;
+// a function too cheap to hand over runs inline on the consumer's thread.
+// Deterministic mode returns results in input order, otherwise as they
+// finish. f is called concurrently, so it must be callable as const. An
+// exception from f surfaces from next() at its element's position.
+// Destroying the iterator stops new calls and waits for running ones.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/chunk_runner.hpp"
+#include "ingest/runtime/chunking.hpp"
+
+namespace ingest {
+
+namespace detail {
+
+/// The parallelism a stage's options ask for, resolved against the runtime.
+inline std::size_t resolve_parallelism(std::int64_t requested, const Runtime& runtime) {
+  return requested == autotune ? runtime.threads() : static_cast<std::size_t>(requested);
+}
+
+inline void check_parallelism(const char* stage, std::int64_t p) {
+  if (p != autotune && p < 1) {
+    throw InvalidArgument(std::string(stage) +
+                              ": parallelism must be >= 1 or ingest::autotune; got " +
+                              std::to_string(p),
+                          {.stage = stage});
+  }
+}
+
+}  // namespace detail
+
+template <class InputIt, class F>
+class ParallelMapIterator {
+  using In = typename InputIt::value_type;
+
+ public:
+  using value_type = std::decay_t<std::invoke_result_t<const F&, In&&>>;
+
+  ParallelMapIterator(InputIt input, F f, std::size_t parallelism, bool deterministic,
+                      std::shared_ptr<Runtime> runtime)
+      : input_(std::move(input)),
+        runtime_(std::move(runtime)),
+        parallelism_(parallelism),
+        deterministic_(deterministic) {
+    const std::size_t capacity = 2 * std::max(parallelism, runtime_->threads()) + 2;
+    runner_ =
+        std::make_shared<Runner>(capacity, Run{std::move(f), ChunkPlannerBox{}}, runtime_.get());
+    inflight_.reserve(capacity);
+  }
+  ParallelMapIterator(ParallelMapIterator&&) noexcept = default;
+  ParallelMapIterator& operator=(ParallelMapIterator&&) = delete;
+  ~ParallelMapIterator() {
+    if (runner_) runner_->cancel_and_join();
+  }
+
+  std::optional<value_type> next() {
+    // The inline fast path is kept small so it inlines into the consumer.
+    if (fast_) [[likely]]
+      return next_inline();
+    return next_slow();
+  }
+
+ private:
+  [[gnu::noinline]] std::optional<value_type> next_slow() {
+    for (;;) {
+      if (current_ != Runner::none) {
+        Chunk& c = runner_->work(current_);
+        if (c.pos < c.count) {
+          const std::size_t i = c.pos++;
+          std::exception_ptr error = std::exchange(c.err[i], nullptr);
+          std::optional<value_type> v = std::move(c.out[i]);
+          c.out[i].reset();
+          if (c.pos == c.count) finish_current();
+          if (error) std::rethrow_exception(error);
+          return v;
+        }
+        finish_current();
+      }
+      replan();
+      if (inline_ && inflight_.empty()) return next_inline();
+      if (!inline_) launch();
+      if (inflight_.empty()) return std::nullopt;
+      current_ = take_ready();
+    }
+  }
+
+  struct Chunk {
+    std::vector<std::optional<In>> in;
+    std::vector<std::optional<value_type>> out;
+    std::vector<std::exception_ptr> err;
+    std::size_t count = 0, pos = 0;
+    std::int64_t first_index = 0;
+  };
+  // ChunkPlanner holds atomics; box it so Run stays movable.
+  struct ChunkPlannerBox {
+    std::unique_ptr<detail::ChunkPlanner> p = std::make_unique<detail::ChunkPlanner>(1024);
+  };
+  struct Run {
+    F f;
+    ChunkPlannerBox planner;
+    void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
+      const std::int64_t start = detail::now_ns();
+      std::size_t i = 0;
+      for (; i < c.count && !cancelled.load(std::memory_order_relaxed); ++i) {
+        if (!c.in[i]) continue;  // the input failed here; its error is in err[i]
+        try {
+          c.out[i].emplace(f(std::move(*c.in[i])));
+        } catch (...) {
+          c.err[i] = detail::capture_with_context(
+              {.stage = "map", .element = c.first_index + static_cast<std::int64_t>(i)});
+        }
+        c.in[i].reset();
+      }
+      planner.p->record(i, detail::now_ns() - start);
+    }
+  };
+  using Runner = detail::ChunkRunner<Chunk, Run>;
+
+  detail::ChunkPlanner& planner() { return *runner_->run().planner.p; }
+
+  void replan() {
+    planner().update();
+    inline_ = planner().prefer_inline(inline_);
+    fast_ = inline_ && current_ == Runner::none && inflight_.empty();
+  }
+
+  std::optional<value_type> next_inline() {
+    std::optional<In> x = input_.next();
+    if (!x) return std::nullopt;
+    const std::int64_t index = next_index_++;
+    if (sampler_.before()) [[unlikely]] {
+      std::optional<value_type> v(
+          std::in_place, detail::invoke_user("map", index, runner_->run().f, std::move(*x)));
+      if (sampler_.after(planner())) replan();
+      return v;
+    }
+    return std::optional<value_type>(
+        std::in_place, detail::invoke_user("map", index, runner_->run().f, std::move(*x)));
+  }
+
+  // Loads and submits chunks until the in-flight budget is used.
+  void launch() {
+    const std::size_t budget = std::min(runner_->capacity() - 1, 2 * parallelism_ + 1);
+    while (!input_done_ && inflight_.size() < budget) {
+      const std::size_t slot = runner_->find_idle();
+      if (slot == Runner::none) return;
+      Chunk& c = runner_->work(slot);
+      const std::size_t size = planner().chunk_size();
+      if (c.in.size() < size) {
+        c.in.resize(size);
+        c.out.resize(size);
+        c.err.resize(size);
+      }
+      c.first_index = next_index_;
+      c.pos = 0;
+      std::size_t k = 0;
+      for (; k < size; ++k) {
+        try {
+          std::optional<In> x = input_.next();
+          if (!x) {
+            input_done_ = true;
+            break;
+          }
+          c.in[k].emplace(std::move(*x));
+          c.err[k] = nullptr;
+        } catch (...) {
+          c.in[k].reset();
+          c.err[k] = std::current_exception();  // the input's error, at its position
+        }
+        ++next_index_;
+      }
+      c.count = k;
+      if (k == 0) return;
+      runner_->submit(slot, parallelism_);
+      inflight_.push_back(slot);
+    }
+  }
+
+  // The next chunk to consume: the oldest (deterministic) or any finished one.
+  // Runs pending chunks itself rather than sleeping.
+  std::size_t take_ready() {
+    for (;;) {
+      for (std::size_t k = 0; k < inflight_.size(); ++k) {
+        const std::size_t slot = inflight_[k];
+        if (runner_->state(slot) == Runner::done) {
+          inflight_.erase(inflight_.begin() + static_cast<std::ptrdiff_t>(k));
+          return slot;
+        }
+        if (deterministic_) break;
+      }
+      // Rather than sleep, run a chunk nobody has started: the one needed
+      // first if possible, else the oldest (it is needed soon anyway).
+      if (deterministic_ && runner_->help(inflight_.front())) continue;
+      if (runner_->help_oldest()) continue;
+      runner_->wait_until([this] {
+        if (runner_->has_pending()) return true;
+        for (std::size_t slot : inflight_) {
+          if (runner_->state(slot) == Runner::done) return true;
+          if (deterministic_) return false;
+        }
+        return false;
+      });
+    }
+  }
+
+  void finish_current() {
+    runner_->release(current_);
+    current_ = Runner::none;
+  }
+
+  InputIt input_;
+  std::shared_ptr<Runtime> runtime_;
+  std::shared_ptr<Runner> runner_;
+  std::size_t parallelism_;
+  bool deterministic_;
+  bool inline_ = false;
+  bool fast_ = false;  // inline mode with nothing in flight: next() calls f directly
+  bool input_done_ = false;
+  std::int64_t next_index_ = 0;
+  std::vector<std::size_t> inflight_;   // submitted slots, in launch order
+  std::size_t current_ = Runner::none;  // the done slot being consumed
+  detail::InlineSampler sampler_;
+};
+
+template <class Input, class F>
+class ParallelMapDataset
+    : public DatasetBase<
+          ParallelMapDataset<Input, F>,
+          std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>> {
+ public:
+  ParallelMapDataset(Input input, F f, MapOptions options)
+      : input_(std::move(input)), f_(std::move(f)), options_(options) {
+    detail::check_parallelism("map", options.parallelism);
+  }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    const auto& runtime = ctx.runtime_or_default();
+    return ParallelMapIterator<iterator_t<Input>, F>(
+        input_.make_iterator(ctx), f_, detail::resolve_parallelism(options_.parallelism, *runtime),
+        options_.deterministic.value_or(ctx.deterministic), runtime);
+  }
+
+  const Input& input() const noexcept { return input_; }
+  const F& function() const noexcept { return f_; }
+  const MapOptions& options() const noexcept { return options_; }
+
+ private:
+  Input input_;
+  F f_;
+  MapOptions options_;
+};
+
+}  // namespace ingest

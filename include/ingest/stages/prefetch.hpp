@@ -1,0 +1,61 @@
+// prefetch(n): a producer on its own driver thread runs up to n elements
+// ahead of the consumer, so the pipeline before it overlaps with whatever the
+// consumer does between calls (the training step). tf.data counterpart:
+// PrefetchDataset. The producer starts on the first next(). Errors arrive at
+// their position. Destroying the iterator stops the producer after the
+// element it is producing and waits for it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/prefetcher.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class PrefetchIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  PrefetchIterator(InputIt input, std::size_t buffer_size, std::shared_ptr<Runtime> runtime)
+      : runtime_(std::move(runtime)), prefetcher_(std::move(input), buffer_size, *runtime_) {}
+
+  std::optional<value_type> next() { return prefetcher_.next(); }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;  // outlives the prefetcher (declared first)
+  detail::Prefetcher<InputIt> prefetcher_;
+};
+
+template <class Input>
+class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Input::element_type> {
+ public:
+  PrefetchDataset(Input input, std::int64_t buffer_size)
+      : input_(std::move(input)), buffer_size_(buffer_size) {
+    if (buffer_size != autotune && buffer_size < 1) {
+      throw InvalidArgument("prefetch: buffer_size must be >= 1 or ingest::autotune; got " +
+                                std::to_string(buffer_size),
+                            {.stage = "prefetch"});
+    }
+  }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    const auto& runtime = ctx.runtime_or_default();
+    const std::size_t size =
+        buffer_size_ == autotune ? 2 * runtime->threads() : static_cast<std::size_t>(buffer_size_);
+    return PrefetchIterator<iterator_t<Input>>(input_.make_iterator(ctx), size, runtime);
+  }
+
+ private:
+  Input input_;
+  std::int64_t buffer_size_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,126 @@
+// shuffle(buffer_size, {.seed, .reshuffle_each_iteration}): tf.data's
+// fill-then-sample shuffle. The buffer fills to buffer_size before the first
+// output; each output then draws a uniform random slot, emits it and refills
+// that slot from the input; at the end of the input the buffer drains in
+// random order. tf.data counterpart: ShuffleDataset. A seed gives the same
+// order in every run (given the same input order); without one, each run
+// differs. With reshuffle_each_iteration every pass (epoch) gets a new order
+// derived from the seed and the pass number. Elements are moved, never
+// copied. Runs on the consumer's thread; a buffer still filling after 10 s
+// logs its progress. An input error surfaces from next() (at once while
+// filling, on the following call afterwards) and the element is dropped.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/logging.hpp"
+#include "ingest/core/random.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class ShuffleIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  ShuffleIterator(InputIt input, std::size_t buffer_size, std::uint64_t seed)
+      : input_(std::move(input)), capacity_(buffer_size), rng_(seed) {}
+
+  std::optional<value_type> next() {
+    if (deferred_) std::rethrow_exception(std::exchange(deferred_, nullptr));
+    if (!filled_) fill();
+    if (buffer_.empty()) return std::nullopt;
+    const auto slot = static_cast<std::size_t>(rng_.uniform(buffer_.size()));
+    value_type out = std::move(buffer_[slot]);
+    std::optional<value_type> refill;
+    if (!input_done_) {
+      try {
+        refill = input_.next();
+        if (!refill) input_done_ = true;
+      } catch (...) {
+        deferred_ = std::current_exception();  // surfaces on the next call; `out` is not lost
+      }
+    }
+    if (refill) {
+      buffer_[slot] = std::move(*refill);
+    } else {
+      if (slot != buffer_.size() - 1) buffer_[slot] = std::move(buffer_.back());
+      buffer_.pop_back();
+    }
+    return out;
+  }
+
+ private:
+  void fill() {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    auto report = start + std::chrono::seconds(10);
+    while (!input_done_ && buffer_.size() < capacity_) {
+      std::optional<value_type> x = input_.next();  // an error surfaces here and is dropped
+      if (!x) {
+        input_done_ = true;
+        break;
+      }
+      buffer_.push_back(std::move(*x));
+      if (buffer_.size() % 1024 == 0 && clock::now() >= report) {
+        report += std::chrono::seconds(10);
+        log_line("shuffle: filled " + std::to_string(buffer_.size()) + " of " +
+                 std::to_string(capacity_) + " buffer elements");
+      }
+    }
+    filled_ = true;
+  }
+
+  InputIt input_;
+  std::size_t capacity_;
+  Rng rng_;
+  std::vector<value_type> buffer_;
+  bool filled_ = false;
+  bool input_done_ = false;
+  std::exception_ptr deferred_;
+};
+
+template <class Input>
+class ShuffleDataset : public DatasetBase<ShuffleDataset<Input>, typename Input::element_type> {
+ public:
+  ShuffleDataset(Input input, std::int64_t buffer_size, ShuffleOptions options)
+      : input_(std::move(input)),
+        buffer_size_(buffer_size),
+        options_(options),
+        base_seed_(options.seed ? *options.seed : random_seed()),
+        passes_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
+    if (buffer_size < 1) {
+      throw InvalidArgument("shuffle: buffer_size must be >= 1; got " + std::to_string(buffer_size),
+                            {.stage = "shuffle"});
+    }
+  }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    // Every pass over the dataset (and its copies) gets its own stream.
+    const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t seed =
+        options_.reshuffle_each_iteration ? derive_seed(base_seed_, pass) : base_seed_;
+    return ShuffleIterator<iterator_t<Input>>(input_.make_iterator(ctx),
+                                              static_cast<std::size_t>(buffer_size_), seed);
+  }
+
+ private:
+  Input input_;
+  std::int64_t buffer_size_;
+  ShuffleOptions options_;
+  std::uint64_t base_seed_;
+  std::shared_ptr<std::atomic<std::uint64_t>> passes_;
+};
+
+}  // namespace ingest

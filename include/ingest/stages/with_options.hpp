@@ -1,0 +1,45 @@
+// with_options({.threads, .runtime, .deterministic}): runs the stages before
+// it with these settings. tf.data counterpart: Dataset.with_options. Put it
+// last: it configures its input pipeline, not the stages that follow. With
+// .threads, each iterator gets a private runtime of that many compute
+// threads, released with the iterator.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/runtime.hpp"
+
+namespace ingest {
+
+template <class Input>
+class WithOptionsDataset
+    : public DatasetBase<WithOptionsDataset<Input>, typename Input::element_type> {
+ public:
+  WithOptionsDataset(Input input, PipelineOptions options)
+      : input_(std::move(input)), options_(std::move(options)) {
+    if (options_.threads && *options_.threads == 0) {
+      throw InvalidArgument("with_options: threads must be >= 1", {.stage = "with_options"});
+    }
+  }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    IteratorContext inner = ctx;
+    if (options_.runtime) {
+      inner.runtime = options_.runtime;
+    } else if (options_.threads) {
+      inner.runtime = std::make_shared<Runtime>(*options_.threads);
+    }
+    if (options_.deterministic) inner.deterministic = *options_.deterministic;
+    return input_.make_iterator(inner);
+  }
+
+ private:
+  Input input_;
+  PipelineOptions options_;
+};
+
+}  // namespace ingest

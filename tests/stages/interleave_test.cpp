@@ -1,0 +1,138 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using namespace std::chrono_literals;
+using V = std::vector<std::int64_t>;
+
+namespace {
+auto repeated6 = [](std::int64_t x) { return from_vector(V(6, x)); };
+const V tf_example{1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3,
+                   3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5};
+}  // namespace
+
+TEST_CASE("interleave follows tf.data's order exactly", "[stages][interleave][concurrency]") {
+  // The example from tf.data's documentation.
+  for (std::int64_t p : {1, 2, 4}) {
+    INFO("parallelism " << p);
+    auto ds =
+        range(1, 6).interleave(repeated6, {.cycle_length = 2, .block_length = 4, .parallelism = p});
+    CHECK(collect(ds) == tf_example);
+  }
+}
+
+TEST_CASE("interleave shapes", "[stages][interleave][concurrency]") {
+  auto upto = [](std::int64_t x) { return range(x); };  // x elements 0..x-1
+  for (std::int64_t p : {1, 3}) {
+    // cycle_length 1 is a flat map.
+    CHECK(collect(range(4).interleave(upto, {.cycle_length = 1, .parallelism = p})) ==
+          V{0, 0, 1, 0, 1, 2});
+    // block_length 1 round robin, with elements of different lengths.
+    CHECK(collect(range(1, 4).interleave(upto, {.cycle_length = 3, .parallelism = p})) ==
+          V{0, 0, 0, 1, 1, 2});
+    // A cycle larger than the input.
+    CHECK(collect(range(1, 3).interleave(upto, {.cycle_length = 10, .parallelism = p})) ==
+          V{0, 0, 1});
+    // Empty inner datasets and an empty input.
+    CHECK(collect(range(5).interleave([](std::int64_t) { return range(0); },
+                                      {.cycle_length = 2, .parallelism = p}))
+              .empty());
+    CHECK(collect(range(0).interleave(upto, {.cycle_length = 2, .parallelism = p})).empty());
+  }
+  CHECK_THROWS_AS(range(3).interleave(upto, {.cycle_length = 0}), InvalidArgument);
+  CHECK_THROWS_AS(range(3).interleave(upto, {.block_length = 0}), InvalidArgument);
+  CHECK_THROWS_AS(range(3).interleave(upto, {.parallelism = -5}), InvalidArgument);
+  CHECK(collect(range(3).interleave(upto)).size() == 3);  // autotuned cycle length
+}
+
+TEST_CASE("errors from f, from an open dataset and from the input surface and iteration continues",
+          "[stages][interleave][concurrency]") {
+  for (std::int64_t p : {1, 2}) {
+    INFO("parallelism " << p);
+    auto f = [](std::int64_t x) {
+      if (x == 2) throw Boom("cannot open 2");
+      return range(x * 10, x * 10 + 2).map([](std::int64_t v) -> std::int64_t {
+        if (v == 31) throw Boom("bad 31");
+        return v;
+      });
+    };
+    auto out = collect_outcomes(range(5).interleave(f, {.cycle_length = 1, .parallelism = p}));
+    std::vector<std::string> rendered;
+    for (auto& o : out) rendered.push_back(o.value ? std::to_string(*o.value) : o.error);
+    CHECK(rendered == std::vector<std::string>{
+                          "0", "1", "10", "11",
+                          "FunctionError: cannot open 2 [stage 'interleave', element 2]", "30",
+                          "FunctionError: bad 31 [stage 'map', element 1]", "40", "41"});
+  }
+}
+
+TEST_CASE("non-deterministic interleave yields every element once",
+          "[stages][interleave][concurrency]") {
+  auto f = [](std::int64_t x) {
+    return range(x * 100, x * 100 + 50).map([](std::int64_t v) {
+      if (v % 7 == 0) std::this_thread::sleep_for(50us);
+      return v;
+    });
+  };
+  auto got = collect(range(10).interleave(
+      f, {.cycle_length = 4, .block_length = 3, .parallelism = 4, .deterministic = false}));
+  std::sort(got.begin(), got.end());
+  V want;
+  for (std::int64_t x = 0; x < 10; ++x) {
+    for (std::int64_t v = x * 100; v < x * 100 + 50; ++v) want.push_back(v);
+  }
+  CHECK(got == want);
+}
+
+TEST_CASE("parallel interleave fetches from several inputs at once",
+          "[stages][interleave][concurrency]") {
+  // Each inner dataset's first element waits until three fetchers are inside
+  // at the same time (or 10 s pass): only concurrent fetching meets.
+  std::atomic<int> inside{0};
+  std::atomic<int> met{0};
+  auto slow_file = [&](std::int64_t x) {
+    return from_generator([&inside, &met, x] {
+      return [&inside, &met, x, i = 0]() mutable -> std::optional<std::int64_t> {
+        if (i == 2) return std::nullopt;
+        if (i == 0) {
+          inside.fetch_add(1);
+          const auto deadline = std::chrono::steady_clock::now() + 10s;
+          while (inside.load() < 3 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(100us);
+          if (inside.load() >= 3) met.fetch_add(1);
+        }
+        return x * 10 + i++;
+      };
+    });
+  };
+  auto ds = range(3).interleave(slow_file, {.cycle_length = 3, .parallelism = 3});
+  CHECK(collect(ds) == V{0, 10, 20, 1, 11, 21});
+  CHECK(met.load() == 3);
+}
+
+TEST_CASE("destroying a parallel interleave mid-stream stops its fetchers",
+          "[stages][interleave][concurrency]") {
+  std::atomic<int> pulled{0};
+  auto f = [&pulled](std::int64_t x) {
+    return range(x * 1000, x * 1000 + 1000).map([&pulled](std::int64_t v) {
+      pulled.fetch_add(1);
+      std::this_thread::sleep_for(200us);
+      return v;
+    });
+  };
+  {
+    auto it = range(100).interleave(f, {.cycle_length = 4, .parallelism = 4}).iterator();
+    CHECK(it.next() == 0);
+  }
+  const int after = pulled.load();
+  std::this_thread::sleep_for(20ms);
+  CHECK(pulled.load() == after);
+}

@@ -1,0 +1,136 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using namespace std::chrono_literals;
+using V = std::vector<std::int64_t>;
+
+namespace {
+struct Work {
+  std::int64_t ns = 0;
+  std::int64_t fail_every = 0;  // fail x where x % fail_every == fail_every - 1
+  std::int64_t operator()(std::int64_t x) const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    if (fail_every && x % fail_every == fail_every - 1) throw Boom("bad " + std::to_string(x));
+    return x * 2;
+  }
+};
+
+// Outcomes of a batched pipeline as comparable strings.
+template <class D>
+std::vector<std::string> render(const D& ds) {
+  std::vector<std::string> out;
+  for (auto& o : collect_outcomes(ds)) out.push_back(o.value ? o.value->to_string(1000) : o.error);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("map(parallel).batch fuses into one stage", "[stages][map_and_batch]") {
+  auto fused = range(10).map(Work{}, {.parallelism = 2}).batch(4);
+  STATIC_REQUIRE(std::is_same_v<decltype(fused), MapAndBatchDataset<RangeDataset, Work>>);
+  auto unfused = range(10).map(Work{}).batch(4);
+  STATIC_REQUIRE(std::is_same_v<decltype(unfused), BatchDataset<MapDataset<RangeDataset, Work>>>);
+}
+
+TEST_CASE("the fused stage gives the unfused output", "[stages][map_and_batch][concurrency]") {
+  for (std::int64_t cost : {0, 3000, 40000}) {
+    for (std::int64_t p : {1, 2, 5}) {
+      for (std::int64_t n : {1, 3, 64}) {
+        for (bool drop : {false, true}) {
+          for (std::int64_t fail_every : {0, 13}) {
+            INFO("cost " << cost << " p " << p << " batch " << n << " drop " << drop << " fail "
+                         << fail_every);
+            const std::int64_t count = cost > 10000 ? 150 : 700;
+            Work w{cost, fail_every};
+            auto fused = range(count).map(w, {.parallelism = p}).batch(n, {.drop_remainder = drop});
+            auto unfused = range(count).map(w).batch(n, {.drop_remainder = drop});
+            CHECK(render(fused) == render(unfused));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused tensors, shape errors and input errors", "[stages][map_and_batch][concurrency]") {
+  auto shapes = [](std::int64_t x) { return Tensor::zeros(DType::float32, Shape{x == 5 ? 3 : 2}); };
+  auto fused = range(8).map(shapes, {.parallelism = 3}).batch(3);
+  auto unfused = range(8).map(shapes).batch(3);
+  CHECK(render(fused) == render(unfused));
+  auto out = collect_outcomes(fused);
+  REQUIRE(out.size() == 3);
+  CHECK(out[1].error.find("stage 'batch', element 5") != std::string::npos);
+
+  auto bad_input = range(9).map([](std::int64_t x) -> std::int64_t {
+    if (x == 4) throw Boom("input");
+    return x;
+  });
+  CHECK(render(bad_input.map(Work{}, {.parallelism = 2}).batch(3)) ==
+        render(bad_input.map(Work{}).batch(3)));
+
+  // Tuples stack field by field.
+  auto pairs = range(5).map(
+      [](std::int64_t x) {
+        return std::pair{x, Tensor::scalar(float(x))};
+      },
+      {.parallelism = 2});
+  auto batches = collect(pairs.batch(5));
+  REQUIRE(batches.size() == 1);
+  CHECK(values_of(batches[0].first) == iota(0, 5));
+  CHECK(batches[0].second.shape() == Shape{5});
+}
+
+TEST_CASE("fused edge cases", "[stages][map_and_batch]") {
+  CHECK(collect(range(0).map(Work{}, {.parallelism = 2}).batch(4)).empty());
+  CHECK(
+      collect(range(3).map(Work{}, {.parallelism = 2}).batch(4, {.drop_remainder = true})).empty());
+  CHECK_THROWS_AS(range(3).map(Work{}, {.parallelism = 2}).batch(0), InvalidArgument);
+  auto one = collect(range(1).map(Work{}, {.parallelism = 2}).batch(4));
+  REQUIRE(one.size() == 1);
+  CHECK(values_of(one[0]) == V{0});
+}
+
+TEST_CASE("fused non-deterministic mode yields every batch once",
+          "[stages][map_and_batch][concurrency]") {
+  auto ds = range(1000).map(Work{2000}, {.parallelism = 4, .deterministic = false}).batch(10);
+  V all;
+  for (const Tensor& b : ds) {
+    CHECK(b.shape() == Shape{10});
+    for (auto v : b.values<std::int64_t>()) all.push_back(v);
+  }
+  std::sort(all.begin(), all.end());
+  V want;
+  for (std::int64_t x = 0; x < 1000; ++x) want.push_back(2 * x);
+  CHECK(all == want);
+}
+
+TEST_CASE("destroying a fused iterator mid-stream stops and joins",
+          "[stages][map_and_batch][concurrency]") {
+  std::atomic<int> calls{0};
+  auto ds = range(1'000'000)
+                .map(
+                    [&calls](std::int64_t x) {
+                      calls.fetch_add(1);
+                      std::this_thread::sleep_for(200us);
+                      return x;
+                    },
+                    {.parallelism = 4})
+                .batch(32);
+  {
+    auto it = ds.iterator();
+    CHECK(it.next()->shape() == Shape{32});
+  }
+  const int after = calls.load();
+  std::this_thread::sleep_for(20ms);
+  CHECK(calls.load() == after);
+}

@@ -1,0 +1,152 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using namespace std::chrono_literals;
+using V = std::vector<std::int64_t>;
+
+namespace {
+// A function whose cost is set per test: busy-waits `ns` nanoseconds.
+struct Spin {
+  std::int64_t ns;
+  std::int64_t operator()(std::int64_t x) const {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return x * 3 + 1;
+  }
+};
+V expected(std::int64_t n) {
+  V v;
+  for (std::int64_t x = 0; x < n; ++x) v.push_back(x * 3 + 1);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("parallel map keeps the input order in deterministic mode",
+          "[stages][parallel_map][concurrency]") {
+  for (std::int64_t cost : {0, 2000, 50000}) {
+    for (std::int64_t p : {1, 2, 3, 8}) {
+      INFO("cost " << cost << " ns, parallelism " << p);
+      const std::int64_t n = cost > 10000 ? 300 : 3000;
+      CHECK(collect(range(n).map(Spin{cost}, {.parallelism = p})) == expected(n));
+    }
+  }
+}
+
+TEST_CASE("non-deterministic mode yields every element once",
+          "[stages][parallel_map][concurrency]") {
+  auto ds = range(2000).map(Spin{1000}, {.parallelism = 4, .deterministic = false});
+  auto got = collect(ds);
+  std::sort(got.begin(), got.end());
+  CHECK(got == expected(2000));
+  // The pipeline option applies when the stage does not say.
+  auto via_options =
+      range(500).map(Spin{0}, {.parallelism = 2}).with_options({.deterministic = false});
+  auto got2 = collect(via_options);
+  std::sort(got2.begin(), got2.end());
+  CHECK(got2 == expected(500));
+}
+
+TEST_CASE("parallel map edge cases", "[stages][parallel_map]") {
+  CHECK(collect(range(0).map(Spin{0}, {.parallelism = 4})).empty());
+  CHECK(collect(range(1).map(Spin{0}, {.parallelism = 4})) == V{1});
+  CHECK(collect(range(5).map(Spin{0}, {.parallelism = autotune})) == expected(5));
+  CHECK_THROWS_AS(range(5).map(Spin{0}, {.parallelism = 0}), InvalidArgument);
+  CHECK_THROWS_AS(range(5).map(Spin{0}, {.parallelism = -3}), InvalidArgument);
+  // Move-only results.
+  auto ptrs = range(50).map([](std::int64_t x) { return std::make_unique<std::int64_t>(x); },
+                            {.parallelism = 3});
+  std::int64_t sum = 0;
+  for (auto& p : ptrs) sum += *p;
+  CHECK(sum == 49 * 50 / 2);
+}
+
+TEST_CASE("errors surface at their element's position, iteration continues",
+          "[stages][parallel_map][concurrency]") {
+  for (std::int64_t cost : {0, 20000}) {
+    auto ds = range(100).map(
+        [cost](std::int64_t x) -> std::int64_t {
+          Spin{cost}(x);
+          if (x % 10 == 7) throw Boom("bad " + std::to_string(x));
+          return x;
+        },
+        {.parallelism = 3});
+    auto out = collect_outcomes(ds);
+    REQUIRE(out.size() == 100);
+    for (std::int64_t x = 0; x < 100; ++x) {
+      const auto& o = out[static_cast<std::size_t>(x)];
+      if (x % 10 == 7) {
+        CHECK(o.error == "FunctionError: bad " + std::to_string(x) + " [stage 'map', element " +
+                             std::to_string(x) + "]");
+      } else {
+        CHECK(o.value == x);
+      }
+    }
+  }
+  // Errors from the input keep their position too.
+  auto failing_input = range(10).map([](std::int64_t x) -> std::int64_t {
+    if (x == 4) throw Boom("input");
+    return x;
+  });
+  auto out = collect_outcomes(failing_input.map(Spin{0}, {.parallelism = 2}));
+  REQUIRE(out.size() == 10);
+  CHECK(out[4].error == "FunctionError: input [stage 'map', element 4]");
+  CHECK(out[5].value == 16);
+}
+
+TEST_CASE("calls run on several threads at once", "[stages][parallel_map][concurrency]") {
+  // Each call waits until two calls are inside at the same time (or 10 s pass).
+  std::atomic<int> inside{0};
+  std::atomic<int> met{0};
+  auto f = [&](std::int64_t x) {
+    inside.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (inside.load() < 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    if (inside.load() >= 2) met.fetch_add(1);
+    std::this_thread::sleep_for(1ms);
+    inside.fetch_sub(1);
+    return x;
+  };
+  auto got = collect(range(8).map(f, {.parallelism = 2}).with_options({.threads = 2}));
+  CHECK(got == iota(0, 8));
+  CHECK(met.load() >= 2);
+}
+
+TEST_CASE("destroying the iterator mid-stream stops and joins the work",
+          "[stages][parallel_map][concurrency]") {
+  std::atomic<int> calls{0};
+  auto ds = range(1'000'000).map(
+      [&calls](std::int64_t x) {
+        calls.fetch_add(1);
+        std::this_thread::sleep_for(1ms);
+        return x;
+      },
+      {.parallelism = 4});
+  {
+    auto it = ds.iterator();
+    CHECK(it.next() == 0);
+    CHECK(it.next() == 1);
+  }
+  const int after = calls.load();
+  std::this_thread::sleep_for(20ms);
+  CHECK(calls.load() == after);  // nothing runs once the iterator is gone
+  CHECK(after < 1000);
+}
+
+TEST_CASE("a one-thread runtime completes parallel maps", "[stages][parallel_map][concurrency]") {
+  auto ds = range(500).map(Spin{5000}, {.parallelism = 8}).with_options({.threads = 1});
+  CHECK(collect(ds) == expected(500));
+}

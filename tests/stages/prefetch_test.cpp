@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using namespace std::chrono_literals;
+using V = std::vector<std::int64_t>;
+
+TEST_CASE("prefetch yields its input unchanged", "[stages][prefetch][concurrency]") {
+  for (std::int64_t n : {1, 2, 16}) CHECK(collect(range(1000).prefetch(n)) == iota(0, 1000));
+  CHECK(collect(range(0).prefetch(2)).empty());
+  CHECK(collect(range(1).prefetch(2)) == V{0});
+  CHECK(collect(range(100).prefetch(autotune)) == iota(0, 100));
+  CHECK_THROWS_AS(range(3).prefetch(0), InvalidArgument);
+  // Re-iterating gives the same elements.
+  auto ds = range(50).batch(7).prefetch(2);
+  CHECK(collect(ds).size() == 8);
+  CHECK(collect(ds).size() == 8);
+}
+
+TEST_CASE("prefetch delivers errors at their position", "[stages][prefetch][concurrency]") {
+  auto ds = range(6)
+                .map([](std::int64_t x) -> std::int64_t {
+                  if (x == 3) throw Boom("three");
+                  return x;
+                })
+                .prefetch(2);
+  auto out = collect_outcomes(ds);
+  REQUIRE(out.size() == 6);
+  CHECK(out[2].value == 2);
+  CHECK(out[3].error == "FunctionError: three [stage 'map', element 3]");
+  CHECK(out[4].value == 4);
+}
+
+TEST_CASE("prefetch runs the producer ahead of the consumer", "[stages][prefetch][concurrency]") {
+  std::atomic<int> produced{0};
+  auto ds = range(100)
+                .map([&produced](std::int64_t x) {
+                  produced.fetch_add(1);
+                  return x;
+                })
+                .prefetch(5);
+  auto it = ds.iterator();
+  CHECK(it.next() == 0);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (produced.load() < 6 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  CHECK(produced.load() >= 6);  // ran ahead without being asked
+  std::this_thread::sleep_for(20ms);
+  CHECK(produced.load() <= 7);  // but no further than the buffer allows
+}
+
+TEST_CASE("destroying a prefetch iterator mid-stream is prompt",
+          "[stages][prefetch][concurrency]") {
+  std::atomic<int> produced{0};
+  auto ds = range(1'000'000)
+                .map([&produced](std::int64_t x) {
+                  produced.fetch_add(1);
+                  std::this_thread::sleep_for(1ms);
+                  return x;
+                })
+                .prefetch(4);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    auto it = ds.iterator();
+    CHECK(it.next() == 0);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  const int after = produced.load();
+  std::this_thread::sleep_for(20ms);
+  CHECK(produced.load() == after);
+  // Never iterated: nothing runs at all.
+  { auto it = ds.iterator(); }
+}
+
+TEST_CASE("nested async stages complete on a one-thread runtime",
+          "[stages][prefetch][concurrency]") {
+  // prefetch( interleave( parallel maps ) ) with parallel fetchers, all on one pool thread.
+  auto inner = [](std::int64_t file) {
+    return range(file * 100, file * 100 + 100)
+        .map([](std::int64_t x) { return x + 1; }, {.parallelism = 4});
+  };
+  auto ds = range(8)
+                .interleave(inner, {.cycle_length = 3, .block_length = 5, .parallelism = 3})
+                .map([](std::int64_t x) { return x * 2; }, {.parallelism = 2})
+                .batch(16)
+                .prefetch(2)
+                .with_options({.threads = 1});
+  std::int64_t count = 0, sum = 0;
+  for (const Tensor& b : ds) {
+    count += b.num_elements();
+    for (auto v : b.values<std::int64_t>()) sum += v;
+  }
+  CHECK(count == 800);
+  CHECK(sum == 2 * (800 * 799 / 2 + 800));
+}

@@ -1,0 +1,115 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+using V = std::vector<std::int64_t>;
+
+namespace {
+V sorted(V v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+}  // namespace
+
+TEST_CASE("shuffle is a permutation of its input", "[stages][shuffle]") {
+  for (std::int64_t buffer : {1, 2, 10, 1000, 5000}) {
+    auto got = collect(range(1000).shuffle(buffer, {.seed = 3}));
+    CHECK(sorted(got) == iota(0, 1000));
+  }
+  CHECK(collect(range(1000).shuffle(1, {.seed = 3})) == iota(0, 1000));  // buffer 1: no change
+  CHECK(collect(range(0).shuffle(10)).empty());
+  CHECK(collect(range(1).shuffle(10)) == V{0});
+  CHECK_THROWS_AS(range(3).shuffle(0), InvalidArgument);
+}
+
+TEST_CASE("a seed fixes the order; passes reshuffle from it", "[stages][shuffle]") {
+  auto a = range(100).shuffle(50, {.seed = 42});
+  auto b = range(100).shuffle(50, {.seed = 42});
+  const V first_a = collect(a);
+  CHECK(first_a != iota(0, 100));
+  CHECK(first_a == collect(b));  // same seed, same first pass
+  const V second_a = collect(a);
+  CHECK(second_a != first_a);     // a new order for the next pass
+  CHECK(second_a == collect(b));  // ... the same one for the same seed
+  CHECK(collect(range(100).shuffle(50, {.seed = 43})) != first_a);
+
+  auto fixed = range(100).shuffle(50, {.seed = 42, .reshuffle_each_iteration = false});
+  CHECK(collect(fixed) == collect(fixed));
+  // Without a seed, each dataset draws its own.
+  CHECK(collect(range(100).shuffle(100)) != collect(range(100).shuffle(100)));
+  // Repeat epochs reshuffle.
+  auto epochs = collect(range(20).shuffle(20, {.seed = 1}).repeat(2));
+  CHECK(V(epochs.begin(), epochs.begin() + 20) != V(epochs.begin() + 20, epochs.end()));
+  CHECK(sorted(V(epochs.begin() + 20, epochs.end())) == iota(0, 20));
+}
+
+TEST_CASE("the same seed gives the same order whatever the upstream parallelism",
+          "[stages][shuffle][concurrency]") {
+  auto pipeline = [](std::int64_t p) {
+    return range(2000)
+        .map([](std::int64_t x) { return x * 7 % 2000; }, {.parallelism = p})
+        .shuffle(300, {.seed = 9});
+  };
+  const V reference = collect(pipeline(1));
+  for (std::int64_t p : {2, 4, 8}) CHECK(collect(pipeline(p)) == reference);
+}
+
+TEST_CASE("a full buffer gives each element an equal chance at each position",
+          "[stages][shuffle]") {
+  std::array<int, 5> first{};
+  auto ds = range(5).shuffle(5, {.seed = 11});
+  for (int pass = 0; pass < 5000; ++pass) ++first[static_cast<std::size_t>(collect(ds)[0])];
+  for (int c : first) CHECK(std::abs(c - 1000) < 150);
+}
+
+TEST_CASE("shuffle fills its buffer before the first output", "[stages][shuffle]") {
+  int pulled = 0;
+  auto ds = range(100).map([&pulled](std::int64_t x) {
+    ++pulled;
+    return x;
+  });
+  auto it = ds.shuffle(30, {.seed = 1}).iterator();
+  it.next();
+  CHECK(pulled == 31);  // 30 to fill, one to refill the emptied slot
+  it.next();
+  CHECK(pulled == 32);
+}
+
+TEST_CASE("an input error surfaces and loses no other element", "[stages][shuffle]") {
+  auto ds = range(50)
+                .map([](std::int64_t x) -> std::int64_t {
+                  if (x == 10 || x == 40) throw Boom("bad");
+                  return x;
+                })
+                .shuffle(8, {.seed = 2});
+  auto out = collect_outcomes(ds);
+  V values;
+  int errors = 0;
+  for (auto& o : out) {
+    if (o.value) {
+      values.push_back(*o.value);
+    } else {
+      ++errors;
+    }
+  }
+  CHECK(errors == 2);
+  V want = iota(0, 50);
+  want.erase(std::remove_if(want.begin(), want.end(), [](auto x) { return x == 10 || x == 40; }),
+             want.end());
+  CHECK(sorted(values) == want);
+}
+
+TEST_CASE("shuffle moves elements instead of copying them", "[stages][shuffle]") {
+  auto ds = range(20)
+                .map([](std::int64_t x) { return std::make_unique<std::int64_t>(x); })
+                .shuffle(8, {.seed = 4});
+  std::int64_t sum = 0;
+  for (auto& p : ds) sum += *p;
+  CHECK(sum == 190);
+}
