@@ -1,0 +1,246 @@
+// How elements turn into bytes and back, for the file cache. Covers
+// arithmetic scalars, std::string, std::vector, Tensor, std::optional,
+// std::tuple and std::pair; specialise ingest::serializer<T> for your own
+// types. A serializer also names its layout (signature()), so a cache file
+// written for another element type or layout is detected, never misread.
+// Reading is bounds-checked: a length read from a file is compared with the
+// bytes that remain before anything is allocated.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dtype.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/shape.hpp"
+#include "ingest/core/tensor.hpp"
+
+namespace ingest {
+
+static_assert(std::endian::native == std::endian::little,
+              "ingest's serialized formats are little-endian; big-endian hosts are not supported");
+
+/// Appends bytes to a growable buffer (reused between elements).
+class ByteWriter {
+ public:
+  void write(const void* data, std::size_t n) {
+    const auto* p = static_cast<const std::byte*>(data);
+    buffer_.insert(buffer_.end(), p, p + n);
+  }
+  template <class T>
+  requires std::is_trivially_copyable_v<T>
+  void put(const T& value) { write(&value, sizeof(T)); }
+  void clear() noexcept { buffer_.clear(); }
+  std::span<const std::byte> bytes() const noexcept { return buffer_; }
+  std::size_t size() const noexcept { return buffer_.size(); }
+
+ private:
+  std::vector<std::byte> buffer_;
+};
+
+/// Reads bytes from a span; any read past the end throws DataLossError.
+class ByteReader {
+ public:
+  explicit ByteReader(std::span<const std::byte> data) : data_(data) {}
+
+  void read(void* out, std::size_t n) {
+    require(n);
+    std::memcpy(out, data_.data() + pos_, n);
+    pos_ += n;
+  }
+  template <class T>
+  requires std::is_trivially_copyable_v<T> T get() {
+    T value;
+    read(&value, sizeof(T));
+    return value;
+  }
+  /// A length prefix, checked against the remaining bytes (each counted
+  /// item takes at least `min_item_bytes`) before the caller allocates.
+  std::size_t get_length(std::size_t min_item_bytes = 1) {
+    const auto n = get<std::uint64_t>();
+    if (min_item_bytes != 0 && n > remaining() / min_item_bytes) {
+      throw DataLossError("serialized length " + std::to_string(n) + " exceeds the " +
+                          std::to_string(remaining()) + " bytes left");
+    }
+    return static_cast<std::size_t>(n);
+  }
+  std::size_t remaining() const noexcept { return data_.size() - pos_; }
+  std::size_t position() const noexcept { return pos_; }
+
+ private:
+  void require(std::size_t n) const {
+    if (n > remaining()) {
+      throw DataLossError("serialized element is truncated: need " + std::to_string(n) +
+                          " bytes, " + std::to_string(remaining()) + " left");
+    }
+  }
+  std::span<const std::byte> data_;
+  std::size_t pos_ = 0;
+};
+
+/// Serializer of T. A specialisation provides
+///   static void write(ByteWriter&, const T&);
+///   static T read(ByteReader&);
+///   static std::string signature();   // names the layout, e.g. "tuple<int64,tensor>"
+template <class T>
+struct serializer;
+
+/// True if T has a serializer.
+template <class T>
+concept serializable = requires(ByteWriter& w, ByteReader& r, const T& v) {
+  serializer<T>::write(w, v);
+  { serializer<T>::read(r) } -> std::same_as<T>;
+  { serializer<T>::signature() } -> std::convertible_to<std::string>;
+};
+
+template <TensorElement T>
+struct serializer<T> {
+  static void write(ByteWriter& w, const T& v) { w.put(v); }
+  static T read(ByteReader& r) { return r.get<T>(); }
+  static std::string signature() { return std::string(dtype_name(dtype_of_v<T>)); }
+};
+
+template <>
+struct serializer<std::string> {
+  static void write(ByteWriter& w, const std::string& s) {
+    w.put<std::uint64_t>(s.size());
+    w.write(s.data(), s.size());
+  }
+  static std::string read(ByteReader& r) {
+    std::string s(r.get_length(), '\0');
+    r.read(s.data(), s.size());
+    return s;
+  }
+  static std::string signature() { return "string"; }
+};
+
+template <class T, class A>
+requires serializable<T>
+struct serializer<std::vector<T, A>> {
+  static void write(ByteWriter& w, const std::vector<T, A>& v) {
+    w.put<std::uint64_t>(v.size());
+    if constexpr (TensorElement<T> && !std::is_same_v<T, bool>) {
+      w.write(v.data(), v.size() * sizeof(T));
+    } else {
+      for (const T& x : v) serializer<T>::write(w, x);
+    }
+  }
+  static std::vector<T, A> read(ByteReader& r) {
+    if constexpr (TensorElement<T> && !std::is_same_v<T, bool>) {
+      std::vector<T, A> v(r.get_length(sizeof(T)));
+      r.read(v.data(), v.size() * sizeof(T));
+      return v;
+    } else {
+      const std::size_t n = r.get_length(1);
+      std::vector<T, A> v;
+      v.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) v.push_back(serializer<T>::read(r));
+      return v;
+    }
+  }
+  static std::string signature() { return "vector<" + serializer<T>::signature() + ">"; }
+};
+
+template <>
+struct serializer<Tensor> {
+  static void write(ByteWriter& w, const Tensor& t) {
+    if (t.memory_kind() == MemoryKind::device) {
+      throw InvalidArgument("cannot serialize a tensor that lives on the device");
+    }
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.dtype()));
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(t.rank()));
+    for (std::int64_t d : t.shape()) w.put<std::int64_t>(d);
+    if (t.nbytes()) w.write(t.raw_data(), t.nbytes());
+  }
+  static Tensor read(ByteReader& r) {
+    const auto dtype = r.get<std::uint8_t>();
+    if (dtype > static_cast<std::uint8_t>(DType::float64)) {
+      throw DataLossError("serialized tensor has an unknown dtype " + std::to_string(dtype));
+    }
+    const auto rank = r.get<std::uint8_t>();
+    if (rank > Shape::max_rank) {
+      throw DataLossError("serialized tensor has rank " + std::to_string(rank));
+    }
+    std::int64_t dims[Shape::max_rank];
+    std::uint64_t elements = 1;
+    for (std::size_t i = 0; i < rank; ++i) {
+      dims[i] = r.get<std::int64_t>();
+      if (dims[i] < 0) throw DataLossError("serialized tensor has a negative dimension");
+      if (dims[i] != 0 && elements > r.remaining() / static_cast<std::uint64_t>(dims[i])) {
+        elements = r.remaining() + 1;  // too big for what is left: caught below
+      } else {
+        elements *= static_cast<std::uint64_t>(dims[i]);
+      }
+    }
+    const auto type = static_cast<DType>(dtype);
+    if (elements > r.remaining() / dtype_size(type)) {
+      throw DataLossError("serialized tensor claims more bytes than remain");
+    }
+    Tensor t(type, Shape(std::span<const std::int64_t>(dims, rank)));
+    if (t.nbytes()) r.read(t.raw_data(), t.nbytes());
+    return t;
+  }
+  static std::string signature() { return "tensor"; }
+};
+
+template <class T>
+requires serializable<T>
+struct serializer<std::optional<T>> {
+  static void write(ByteWriter& w, const std::optional<T>& v) {
+    w.put<std::uint8_t>(v ? 1 : 0);
+    if (v) serializer<T>::write(w, *v);
+  }
+  static std::optional<T> read(ByteReader& r) {
+    if (r.get<std::uint8_t>() == 0) return std::nullopt;
+    return serializer<T>::read(r);
+  }
+  static std::string signature() { return "optional<" + serializer<T>::signature() + ">"; }
+};
+
+namespace detail {
+template <class... Ts>
+std::string joined_signatures() {
+  std::string s;
+  ((s += (s.empty() ? "" : ",") + serializer<Ts>::signature()), ...);
+  return s;
+}
+}  // namespace detail
+
+template <class... Ts>
+requires(serializable<Ts>&&...) struct serializer<std::tuple<Ts...>> {
+  static void write(ByteWriter& w, const std::tuple<Ts...>& v) {
+    std::apply([&w](const Ts&... f) { (serializer<Ts>::write(w, f), ...); }, v);
+  }
+  static std::tuple<Ts...> read(ByteReader& r) {
+    // Braced initialisation evaluates the fields left to right.
+    return std::tuple<Ts...>{serializer<Ts>::read(r)...};
+  }
+  static std::string signature() { return "tuple<" + detail::joined_signatures<Ts...>() + ">"; }
+};
+
+template <class A, class B>
+requires serializable<A> && serializable<B>
+struct serializer<std::pair<A, B>> {
+  static void write(ByteWriter& w, const std::pair<A, B>& v) {
+    serializer<A>::write(w, v.first);
+    serializer<B>::write(w, v.second);
+  }
+  static std::pair<A, B> read(ByteReader& r) {
+    A a = serializer<A>::read(r);
+    B b = serializer<B>::read(r);
+    return {std::move(a), std::move(b)};
+  }
+  static std::string signature() { return "pair<" + detail::joined_signatures<A, B>() + ">"; }
+};
+
+}  // namespace ingest

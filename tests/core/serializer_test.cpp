@@ -1,0 +1,118 @@
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <ingest/core/serializer.hpp>
+
+using namespace ingest;
+
+namespace {
+template <class T>
+T round_trip(const T& v) {
+  ByteWriter w;
+  serializer<T>::write(w, v);
+  ByteReader r(w.bytes());
+  T out = serializer<T>::read(r);
+  CHECK(r.remaining() == 0);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("scalars, strings and vectors round-trip", "[core][serializer]") {
+  CHECK(round_trip(std::int64_t{-5}) == -5);
+  CHECK(round_trip(std::numeric_limits<double>::max()) == std::numeric_limits<double>::max());
+  CHECK(round_trip(true));
+  CHECK(round_trip(std::string("")) == "");
+  CHECK(round_trip(std::string("hello\0world", 11)) == std::string("hello\0world", 11));
+  CHECK(round_trip(std::vector<float>{1.5f, -2.f}) == std::vector<float>{1.5f, -2.f});
+  CHECK(round_trip(std::vector<std::string>{"a", "", "ccc"}) ==
+        std::vector<std::string>{"a", "", "ccc"});
+  CHECK(round_trip(std::vector<bool>{true, false}) == std::vector<bool>{true, false});
+  CHECK(round_trip(std::optional<int>{}) == std::nullopt);
+  CHECK(round_trip(std::optional<int>{3}) == 3);
+}
+
+TEST_CASE("tensors, tuples and pairs round-trip", "[core][serializer]") {
+  Tensor t = Tensor::from_values<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  CHECK(round_trip(t) == t);
+  CHECK(round_trip(Tensor::scalar(std::int8_t{-1})) == Tensor::scalar(std::int8_t{-1}));
+  CHECK(round_trip(Tensor(DType::uint8, Shape{0, 4})) == Tensor(DType::uint8, Shape{0, 4}));
+  using E = std::tuple<std::int64_t, Tensor, std::string>;
+  E e{7, t, "label"};
+  E back = round_trip(e);
+  CHECK(std::get<0>(back) == 7);
+  CHECK(std::get<1>(back) == t);
+  CHECK(std::get<2>(back) == "label");
+  CHECK(round_trip(std::pair<int, std::string>{1, "x"}) == std::pair<int, std::string>{1, "x"});
+}
+
+TEST_CASE("signatures name the layout", "[core][serializer]") {
+  CHECK(serializer<std::int64_t>::signature() == "int64");
+  CHECK(serializer<std::tuple<float, Tensor, std::vector<std::string>>>::signature() ==
+        "tuple<float32,tensor,vector<string>>");
+  CHECK(serializer<std::pair<int, double>>::signature() !=
+        serializer<std::pair<double, int>>::signature());
+  STATIC_REQUIRE(serializable<std::tuple<int, std::string>>);
+  STATIC_REQUIRE(!serializable<std::vector<int*>>);
+}
+
+TEST_CASE("truncated or lying input raises DataLossError without huge allocations",
+          "[core][serializer]") {
+  ByteWriter w;
+  serializer<std::vector<double>>::write(w, std::vector<double>(100, 1.0));
+  auto bytes = w.bytes();
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 7) {
+    ByteReader r(bytes.first(cut));
+    CHECK_THROWS_AS(serializer<std::vector<double>>::read(r), DataLossError);
+  }
+  // A length of 2^60 elements is rejected before allocating.
+  ByteWriter liar;
+  liar.put<std::uint64_t>(std::uint64_t{1} << 60);
+  ByteReader r1(liar.bytes());
+  CHECK_THROWS_AS(serializer<std::vector<std::string>>::read(r1), DataLossError);
+  ByteReader r2(liar.bytes());
+  CHECK_THROWS_AS(serializer<std::string>::read(r2), DataLossError);
+  // A tensor claiming a huge shape.
+  ByteWriter huge;
+  huge.put<std::uint8_t>(static_cast<std::uint8_t>(DType::float32));
+  huge.put<std::uint8_t>(2);
+  huge.put<std::int64_t>(std::int64_t{1} << 40);
+  huge.put<std::int64_t>(std::int64_t{1} << 40);
+  ByteReader r3(huge.bytes());
+  CHECK_THROWS_AS(serializer<Tensor>::read(r3), DataLossError);
+  ByteWriter bad_dtype;
+  bad_dtype.put<std::uint8_t>(200);
+  ByteReader r4(bad_dtype.bytes());
+  CHECK_THROWS_AS(serializer<Tensor>::read(r4), DataLossError);
+}
+
+namespace user {
+struct Point {
+  float x, y;
+};
+}  // namespace user
+
+template <>
+struct ingest::serializer<user::Point> {
+  static void write(ByteWriter& w, const user::Point& p) {
+    w.put(p.x);
+    w.put(p.y);
+  }
+  static user::Point read(ByteReader& r) {
+    const float x = r.get<float>();
+    return {x, r.get<float>()};
+  }
+  static std::string signature() { return "point/1"; }
+};
+
+TEST_CASE("users specialise serializer for their own types", "[core][serializer]") {
+  STATIC_REQUIRE(serializable<std::vector<user::Point>>);
+  auto back = round_trip(std::vector<user::Point>{{1, 2}, {3, 4}});
+  REQUIRE(back.size() == 2);
+  CHECK(back[1].y == 4);
+  CHECK(serializer<std::vector<user::Point>>::signature() == "vector<point/1>");
+}
