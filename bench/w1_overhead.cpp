@@ -96,6 +96,21 @@ void trivial_map(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+// The cost of one hand-off between threads: elements (or W1 batches) through
+// prefetch with a consumer that does nothing else. Reported per item.
+void handoff(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const std::int64_t buffer = state.range(1);
+  const auto ds = ingest::range(n).prefetch(buffer);
+  for (auto _ : state) {
+    std::int64_t total = 0;
+    auto it = ds.iterator();
+    while (auto x = it.next()) total += *x;
+    benchmark::DoNotOptimize(total);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 // Erased at the element boundary: batch pulls through AnyIterator's bulk fill.
 void ingest_erased(benchmark::State& state) {
   const std::int64_t n = state.range(0);
@@ -143,7 +158,16 @@ void ingest::bench::register_benchmarks(const Config& config) {
       ->Arg(n)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  set_reference("W1/", "W1/plain_loop/" + std::to_string(n));
+  set_reference("W1/", "W1/plain_loop/");
+
+  // Thread hand-off cost (items/s; 1e9 / rate = ns per hand-off).
+  for (std::int64_t buffer : {2, 64}) {
+    benchmark::RegisterBenchmark(
+        ("handoff/prefetch_elements_buffer" + std::to_string(buffer)).c_str(), handoff)
+        ->Args({n / 10, buffer})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
 
   // Parallel map of x -> x+1 against the sequential map (target: >= 0.8).
   benchmark::RegisterBenchmark("trivial_map_batched/sequential", trivial_map<false, true>)
@@ -160,6 +184,6 @@ void ingest::bench::register_benchmarks(const Config& config) {
       ->Arg(n)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  set_reference("trivial_map_batched/", "trivial_map_batched/sequential/" + std::to_string(n));
-  set_reference("trivial_map_elements/", "trivial_map_elements/sequential/" + std::to_string(n));
+  set_reference("trivial_map_batched/", "trivial_map_batched/sequential/");
+  set_reference("trivial_map_elements/", "trivial_map_elements/sequential/");
 }

@@ -73,7 +73,7 @@ void ingest::bench::register_benchmarks(const Config& config) {
                 static_cast<long long>(rounds), static_cast<long long>(cores));
   note(line);
 
-  const std::string bare = "W2/bare_one_thread/" + std::to_string(n);
+  const std::string bare = "W2/bare_one_thread/";
   benchmark::RegisterBenchmark("W2/bare_one_thread", bare_one_thread)
       ->Arg(n)
       ->Unit(benchmark::kMillisecond)

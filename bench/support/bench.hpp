@@ -19,10 +19,10 @@ struct Config {
 /// Defined by each benchmark binary: registers its benchmarks.
 void register_benchmarks(const Config& config);
 
-/// Declares `reference` (a benchmark name) the limit that benchmarks whose
-/// name starts with `prefix` are compared with: each gets rate / (reference
-/// rate x scale), printed with `label` (e.g. scale = cores and label
-/// "efficiency" for parallel efficiency against one thread).
+/// Declares `reference` (a benchmark, named by a prefix of its full name) the
+/// limit that benchmarks whose name starts with `prefix` are compared with: each gets rate /
+/// (reference rate x scale), printed with `label` (e.g. scale = cores and label "efficiency" for
+/// parallel efficiency against one thread).
 void set_reference(const std::string& prefix, const std::string& reference, double scale = 1.0,
                    const std::string& label = "x");
 

@@ -1,5 +1,6 @@
 // main() of every benchmark binary: parses --smoke, runs the benchmarks and
 // prints the ratios against their references.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -41,15 +42,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void print_ratios() const {
     bool header = false;
     for (const auto& r : state().references) {
-      auto ref = rates_.find(r.name);
+      // The reference is the first benchmark whose name starts with r.name
+      // (Google Benchmark appends arguments and flags to names).
+      auto ref = std::find_if(rates_.begin(), rates_.end(),
+                              [&](const auto& kv) { return kv.first.rfind(r.name, 0) == 0; });
       if (ref == rates_.end() || ref->second <= 0) continue;
       for (const auto& [name, rate] : rates_) {
-        if (name == r.name || name.rfind(r.prefix, 0) != 0) continue;
+        if (name == ref->first || name.rfind(r.prefix, 0) != 0) continue;
         if (!header) {
           std::printf("\nRatios against the reference measured in this run (items/s):\n");
           header = true;
         }
-        std::string against = r.name;
+        std::string against = ref->first;
         if (r.scale != 1.0) against = std::to_string(r.scale).substr(0, 4) + " x " + against;
         std::printf("  %-52s %8.3f %-10s vs %s (%.4g/s vs %.4g/s)\n", name.c_str(),
                     rate / (ref->second * r.scale), r.label.c_str(), against.c_str(), rate,

@@ -17,6 +17,16 @@
 // fewer at any time; the caller then calls next(), which yields the next
 // element, the end, or throws the error of the element fill stopped before.
 // fill itself does not throw for a failing element.
+//
+// Sources whose elements are cheap to produce may also fuse a map into their
+// fill loop, so range -> map -> batch is one pass the compiler can optimise
+// as a whole (the map's function inlined into the source's loop):
+//
+//   std::size_t fill_map(std::span<U> out, F& f, std::exception_ptr& error);
+//
+// writes f(element) for up to out.size() elements. If f throws for an
+// element, that element is consumed, its exception is stored in `error`, and
+// the count of elements written before it is returned.
 #pragma once
 
 #include <concepts>
@@ -40,6 +50,12 @@ concept iterator = std::move_constructible<It> && requires(It& it) {
 template <class It>
 concept bulk_iterator = iterator<It> && requires(It& it, std::span<typename It::value_type> out) {
   { it.fill(out) } -> std::same_as<std::size_t>;
+};
+
+/// An iterator that can apply `F` inside its own bulk loop (see above).
+template <class It, class F, class U>
+concept map_fusing_iterator = requires(It& it, std::span<U> out, F& f, std::exception_ptr& e) {
+  { it.fill_map(out, f, e) } -> std::same_as<std::size_t>;
 };
 
 namespace detail {

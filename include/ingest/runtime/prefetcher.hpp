@@ -163,13 +163,18 @@ class Prefetcher {
       exit_signal.notify();
     }
 
-    // Waits for room; false if cancelled meanwhile.
+    // Waits for room; false if cancelled meanwhile. A producer that found
+    // the ring full waits until it is half empty, so a fast producer and a
+    // slow consumer exchange one wake-up per half ring, not per element.
     bool push(Item&& item) {
       const std::size_t t = tail.load(std::memory_order_relaxed);
-      not_full.wait_until([&] {
-        return t - head.load(std::memory_order_acquire) < ring.size() ||
-               cancelled.load(std::memory_order_acquire);
-      });
+      if (t - head.load(std::memory_order_acquire) >= ring.size()) {
+        const std::size_t low_water = ring.size() / 2;
+        not_full.wait_until([&] {
+          return t - head.load(std::memory_order_acquire) <= low_water ||
+                 cancelled.load(std::memory_order_acquire);
+        });
+      }
       if (cancelled.load(std::memory_order_acquire)) return false;
       ring[t % ring.size()] = std::move(item);
       tail.store(t + 1, std::memory_order_release);
@@ -197,7 +202,7 @@ class Prefetcher {
     item.value.reset();
     item.error = nullptr;
     s.head.store(head + 1, std::memory_order_release);
-    s.not_full.notify();
+    s.not_full.notify();  // a fence and a load unless the producer sleeps
     if (error) std::rethrow_exception(error);
     if (!value) ended_ = true;
     return value;

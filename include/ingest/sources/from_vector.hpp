@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <span>
@@ -31,6 +32,23 @@ class FromVectorIterator {
   std::size_t fill(std::span<T> out) requires std::is_copy_assignable_v<T> {
     const std::size_t n = std::min(out.size(), data_->size() - pos_);
     std::copy_n(data_->begin() + static_cast<std::ptrdiff_t>(pos_), n, out.begin());
+    pos_ += n;
+    return n;
+  }
+
+  /// fill with `f` applied in the same loop (see iterator.hpp); f gets a copy.
+  template <class U, class F>
+  std::size_t fill_map(std::span<U> out, F& f, std::exception_ptr& error) {
+    const std::size_t n = std::min(out.size(), data_->size() - pos_);
+    const T* src = data_->data() + pos_;
+    std::size_t i = 0;
+    try {
+      for (; i < n; ++i) out[i] = f(T(src[i]));
+    } catch (...) {
+      error = std::current_exception();
+      pos_ += i + 1;  // the failed element is consumed
+      return i;
+    }
     pos_ += n;
     return n;
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <span>
 
@@ -33,10 +34,38 @@ class RangeIterator {
   }
 
   std::size_t fill(std::span<std::int64_t> out) noexcept {
+    // An additive induction (not base + i * step): GCC vectorises it without
+    // a 64-bit vector multiply, which x86-64's baseline lacks.
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, out.size()));
-    const std::uint64_t base = next_, step = step_;
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int64_t>(base + i * step);
-    next_ += n * step;
+    std::uint64_t v = next_;
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = static_cast<std::int64_t>(v);
+      v += step_;
+    }
+    next_ = v;
+    left_ -= n;
+    return n;
+  }
+
+  /// fill with `f` applied in the same loop (see iterator.hpp).
+  template <class U, class F>
+  std::size_t fill_map(std::span<U> out, F& f, std::exception_ptr& error) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, out.size()));
+    const std::uint64_t step = step_;
+    std::uint64_t v = next_;
+    std::size_t i = 0;
+    try {
+      for (; i < n; ++i) {
+        out[i] = f(static_cast<std::int64_t>(v));
+        v += step;
+      }
+    } catch (...) {
+      error = std::current_exception();
+      next_ = v + step;  // the failed element is consumed
+      left_ -= i + 1;
+      return i;
+    }
+    next_ = v;
     left_ -= n;
     return n;
   }
