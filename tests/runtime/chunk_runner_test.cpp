@@ -43,7 +43,7 @@ std::vector<int> run_all(Runner& r, int n, std::size_t parallelism) {
     const std::size_t head = inflight.front();
     while (r.state(head) != Runner::done) {
       if (!r.help(head) && !r.help_oldest()) {
-        r.wait_until([&] { return r.state(head) == Runner::done || r.has_pending(); });
+        r.wait_until([&] { return r.state(head) == Runner::done || r.can_help(); });
       }
     }
     out.push_back(r.work(head).output);

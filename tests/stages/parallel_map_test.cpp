@@ -150,3 +150,25 @@ TEST_CASE("a one-thread runtime completes parallel maps", "[stages][parallel_map
   auto ds = range(500).map(Spin{5000}, {.parallelism = 8}).with_options({.threads = 1});
   CHECK(collect(ds) == expected(500));
 }
+
+TEST_CASE("at most `parallelism` calls run at once", "[stages][parallel_map][concurrency]") {
+  for (std::int64_t p : {1, 2, 3}) {
+    std::atomic<int> inside{0}, peak{0};
+    auto f = [&](std::int64_t x) {
+      const int now = inside.fetch_add(1) + 1;
+      int seen = peak.load();
+      while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+      }
+      Spin{20000}(x);
+      inside.fetch_sub(1);
+      return x;
+    };
+    CHECK(collect(range(300).map(f, {.parallelism = p}).with_options({.threads = 4})) ==
+          iota(0, 300));
+    CHECK(peak.load() <= p);
+    peak = 0;
+    CHECK(collect(range(300).map(f, {.parallelism = p}).batch(16).with_options({.threads = 4}))
+              .size() == 19);
+    CHECK(peak.load() <= p);
+  }
+}

@@ -24,9 +24,10 @@
 //
 //   std::size_t fill_map(std::span<U> out, F& f, std::exception_ptr& error);
 //
-// writes f(element) for up to out.size() elements. If f throws for an
-// element, that element is consumed, its exception is stored in `error`, and
-// the count of elements written before it is returned.
+// writes f(element) for up to out.size() elements; fewer only at the end of
+// the input or when f throws. If f throws for an element, that element is
+// consumed, its exception is stored in `error`, and the count of elements
+// written before it is returned.
 #pragma once
 
 #include <concepts>

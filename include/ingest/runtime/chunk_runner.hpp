@@ -3,8 +3,10 @@
 // inputs) -> running (a worker or the consumer claimed it) -> done -> idle.
 // At most `parallelism` pool tasks are active; each keeps claiming the
 // oldest pending chunk until none is left, so the pool stays busy between
-// the consumer's calls. A consumer that needs a chunk never sleeps while a
-// chunk is still pending: it claims and runs that chunk itself. Pool tasks
+// the consumer's calls. A consumer waiting for a chunk runs pending chunks
+// itself when fewer than `parallelism` threads are computing, so at most
+// `parallelism` calls run at once and a consumer with nothing better to do
+// takes the place of a pool thread that has not started yet. Pool tasks
 // never wait for anything, so no pool size can deadlock.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/runtime.hpp"
 #include "ingest/runtime/sync.hpp"
 
@@ -59,32 +62,35 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
     s.seq.store(next_seq_++, std::memory_order_relaxed);
     s.state.store(pending, std::memory_order_release);
     parallelism_.store(parallelism, std::memory_order_relaxed);
-    int active = active_.load(std::memory_order_relaxed);
-    while (static_cast<std::size_t>(active) < parallelism) {
-      if (active_.compare_exchange_weak(active, active + 1, std::memory_order_acq_rel)) {
-        runtime_->post([self = this->shared_from_this()] { self->worker(); });
-        break;
-      }
-    }
+    post_worker();
   }
 
-  /// Runs `slot` on the calling thread if nobody has started it.
+  /// True if the calling consumer could run a pending chunk now.
+  bool can_help() const noexcept {
+    return computing_.load(std::memory_order_acquire) < limit() && has_pending();
+  }
+
+  /// Runs `slot` on the calling thread if nobody has started it and fewer
+  /// than `parallelism` threads are computing.
   bool help(std::size_t slot) {
+    if (!enter()) return false;
     int expected = pending;
-    if (!slots_[slot]->state.compare_exchange_strong(expected, running,
-                                                     std::memory_order_acq_rel)) {
-      return false;
-    }
-    execute(slot);
-    return true;
+    const bool claimed =
+        slots_[slot]->state.compare_exchange_strong(expected, running, std::memory_order_acq_rel);
+    if (claimed) execute(slot);
+    leave();
+    return claimed;
   }
 
-  /// Runs the oldest pending slot on the calling thread; false if none.
+  /// Runs the oldest pending slot on the calling thread, within the
+  /// parallelism budget; false if none was run.
   bool help_oldest() {
+    if (!enter()) return false;
     std::size_t slot;
-    if (!claim_oldest(slot)) return false;
-    execute(slot);
-    return true;
+    const bool claimed = claim_oldest(slot);
+    if (claimed) execute(slot);
+    leave();
+    return claimed;
   }
 
   /// Marks a consumed slot reusable.
@@ -130,6 +136,35 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
     Work work{};
   };
 
+  int limit() const noexcept {
+    return static_cast<int>(parallelism_.load(std::memory_order_relaxed));
+  }
+
+  // Takes one of the `parallelism` computing places, if one is free.
+  bool enter() noexcept {
+    int computing = computing_.load(std::memory_order_relaxed);
+    while (computing < limit()) {
+      if (computing_.compare_exchange_weak(computing, computing + 1, std::memory_order_acq_rel))
+        return true;
+    }
+    return false;
+  }
+  // Gives the place back; what is still pending goes to the pool.
+  void leave() {
+    computing_.fetch_sub(1, std::memory_order_acq_rel);
+    if (!cancelled() && has_pending()) post_worker();
+  }
+
+  // Posts a pool worker unless computing and queued workers fill the places.
+  void post_worker() {
+    int queued = queued_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (queued + computing_.load(std::memory_order_acquire) >= limit()) return;
+      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_acq_rel)) break;
+    }
+    runtime_->post([self = this->shared_from_this()] { self->worker(); });
+  }
+
   bool claim_oldest(std::size_t& out) {
     for (;;) {
       std::size_t best = none;
@@ -158,27 +193,32 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
     done_.notify();
   }
 
+  // A pool task: computes pending chunks while it holds a place. After a
+  // time slice it re-posts itself, so stages sharing the pool take turns.
   void worker() {
-    for (;;) {
-      std::size_t slot;
-      while (!cancelled() && claim_oldest(slot)) execute(slot);
-      active_.fetch_sub(1, std::memory_order_acq_rel);
-      // Work submitted after our last look, while we still counted as
-      // active, would wait for the consumer: rejoin if there is room.
-      if (cancelled() || !has_pending()) return;
-      int active = active_.load(std::memory_order_relaxed);
-      if (static_cast<std::size_t>(active) >= parallelism_.load(std::memory_order_relaxed) ||
-          !active_.compare_exchange_strong(active, active + 1, std::memory_order_acq_rel)) {
-        return;
+    queued_.fetch_sub(1, std::memory_order_acq_rel);
+    if (!enter()) return;  // the consumer took the place meanwhile
+    const std::int64_t slice_end = now_ns() + 2'000'000;
+    std::size_t slot;
+    bool sliced = false;
+    while (!cancelled() && claim_oldest(slot)) {
+      execute(slot);
+      if (now_ns() > slice_end) {
+        sliced = true;
+        break;
       }
     }
+    computing_.fetch_sub(1, std::memory_order_acq_rel);
+    // Work submitted after our last look (or left at the end of the slice).
+    if (!cancelled() && (sliced || has_pending())) post_worker();
   }
 
   Run run_;
   Runtime* runtime_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::uint64_t next_seq_ = 0;  // consumer only
-  std::atomic<int> active_{0};
+  std::uint64_t next_seq_ = 0;     // consumer only
+  std::atomic<int> computing_{0};  // threads inside execute loops (workers and a helping consumer)
+  std::atomic<int> queued_{0};     // workers posted but not started
   std::atomic<std::size_t> parallelism_{1};
   std::atomic<bool> cancelled_{false};
   Notifier done_;

@@ -42,6 +42,8 @@ class MapAndBatchIterator {
       std::is_default_constructible_v<In> && std::is_move_assignable_v<In>;
   using InputSlot = std::conditional_t<plain_inputs, In, std::optional<In>>;
   static constexpr bool bulk_input = plain_inputs && bulk_iterator<InputIt>;
+  static constexpr bool fused_source =
+      detail::bulk_builder<builder, Out> && map_fusing_iterator<InputIt, const F, Out>;
 
  public:
   using value_type = typename traits::batch_type;
@@ -78,6 +80,10 @@ class MapAndBatchIterator {
       inline_ = planner.prefer_inline(inline_);
       if (inline_ && active_.empty()) {
         if (input_done_) return std::nullopt;
+        if constexpr (fused_source) {
+          if (auto batch = next_fused()) return batch;
+          continue;
+        }
         Batch& b = *batches_[0];
         load(b);
         if (b.count == 0) return std::nullopt;
@@ -189,6 +195,42 @@ class MapAndBatchIterator {
   };
   using Runner = detail::ChunkRunner<Chunk, Run>;
 
+  // Inline, when the source can apply f in its own fill loop: the sequential
+  // map -> batch path, one pass writing straight into the batch buffer.
+  std::optional<value_type> next_fused() {
+    Batch& b = *batches_[0];
+    b.out.reset();
+    b.out.emplace(BatchSpec{batch_size_, allocator_});
+    const std::span<Out> slots = b.out->slots();
+    std::size_t count = 0;
+    std::exception_ptr first_error;
+    const std::int64_t start = (++inline_batches_ % 16 == 0) ? detail::now_ns() : 0;
+    while (count < batch_size_ && !input_done_) {
+      std::exception_ptr error;
+      const std::size_t got = input_.fill_map(slots.subspan(count), runner_->run().f, error);
+      count += got;
+      if (error) {
+        if (!first_error) {
+          try {
+            std::rethrow_exception(error);
+          } catch (...) {
+            first_error = detail::capture_with_context(
+                {.stage = "map", .element = next_index_ + static_cast<std::int64_t>(count)});
+          }
+        }
+        ++count;  // the failed element takes its place in the batch
+      } else if (count < batch_size_) {
+        input_done_ = true;
+      }
+    }
+    if (start) runner_->run().planner->record(count, detail::now_ns() - start);
+    next_index_ += static_cast<std::int64_t>(count);
+    b.count = count;
+    if (first_error) b.chunk_errors.push_back({first_error, 0});
+    if (count == 0) return std::nullopt;
+    return finish(b);
+  }
+
   // Pulls up to batch_size inputs into b.
   void load(Batch& b) {
     b.out.reset();
@@ -290,7 +332,7 @@ class MapAndBatchIterator {
       }
       if (helped || runner_->help_oldest()) continue;
       runner_->wait_until([this] {
-        if (runner_->has_pending()) return true;
+        if (runner_->can_help()) return true;
         for (const Batch* b : active_) {
           if (ready(*b)) return true;
           if (deterministic_) return false;

@@ -210,7 +210,7 @@ class ParallelMapIterator {
       if (deterministic_ && runner_->help(inflight_.front())) continue;
       if (runner_->help_oldest()) continue;
       runner_->wait_until([this] {
-        if (runner_->has_pending()) return true;
+        if (runner_->can_help()) return true;
         for (std::size_t slot : inflight_) {
           if (runner_->state(slot) == Runner::done) return true;
           if (deterministic_) return false;
