@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -90,6 +91,8 @@ class AnyIterator {
 template <class T>
 class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
  public:
+  static constexpr std::string_view stage_name = "erase";
+
   /// Erases `d`; implicit, so `AnyDataset<T> ds = range(10).map(f);` works.
   template <class D>
   requires(!std::is_same_v<std::remove_cvref_t<D>, AnyDataset>) &&
@@ -110,7 +113,7 @@ class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
   struct Model final : Concept {
     explicit Model(D d) : ds(std::move(d)) {}
     AnyIterator<T> make_iterator(const IteratorContext& ctx) const override {
-      return AnyIterator<T>(ds.make_iterator(ctx));
+      return AnyIterator<T>(detail::child_iterator(ds, ctx));
     }
     D ds;
   };

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "ingest/core/allocator.hpp"
+#include "ingest/runtime/model.hpp"
 #include "ingest/runtime/runtime.hpp"
 
 namespace ingest {
@@ -19,11 +21,20 @@ struct IteratorContext {
   bool deterministic = true;
   /// Where batch buffers (batch, padded_batch, map-and-batch) are allocated.
   Allocator* allocator = &default_allocator();
+  /// The pipeline's model (measurements, knobs), or null when not measured.
+  std::shared_ptr<detail::Model> model{};
+  /// The model node of the stage whose make_iterator receives this context.
+  detail::StageNode* node = nullptr;
 
   /// The runtime to use: this context's, or the process-wide default.
   const std::shared_ptr<Runtime>& runtime_or_default() const {
     return runtime ? runtime : default_runtime();
   }
 };
+
+/// The iterator type of dataset D.
+template <class D>
+using iterator_t =
+    decltype(std::declval<const D&>().make_iterator(std::declval<const IteratorContext&>()));
 
 }  // namespace ingest

@@ -8,7 +8,9 @@
 // destroys the input iterator on the calling thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -20,32 +22,43 @@
 #include <vector>
 
 #include "ingest/core/iterator.hpp"
+#include "ingest/runtime/chunking.hpp"
+#include "ingest/runtime/model.hpp"
 #include "ingest/runtime/runtime.hpp"
 #include "ingest/runtime/sync.hpp"
 
 namespace ingest::detail {
 
-/// Limits how many producers pull at once (a parallel interleave's parallelism).
+/// Limits how many producers pull at once (a parallel interleave's
+/// parallelism). The limit may change while producers wait (an autotuned
+/// knob): waiters re-check it every few milliseconds.
 class Gate {
  public:
-  explicit Gate(std::size_t permits) : permits_(permits) {}
+  explicit Gate(std::size_t permits, const std::atomic<std::int64_t>* dynamic_limit = nullptr)
+      : permits_(permits), dynamic_(dynamic_limit) {}
   void acquire() {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return permits_ > 0; });
-    --permits_;
+    while (in_use_ >= limit()) cv_.wait_for(lock, std::chrono::milliseconds(5));
+    ++in_use_;
   }
   void release() {
     {
       std::lock_guard lock(mu_);
-      ++permits_;
+      --in_use_;
     }
     cv_.notify_one();
   }
 
  private:
+  std::size_t limit() const noexcept {
+    const std::int64_t d = dynamic_ ? dynamic_->load(std::memory_order_relaxed) : 0;
+    return d > 0 ? static_cast<std::size_t>(d) : permits_;
+  }
   std::mutex mu_;
   std::condition_variable cv_;
   std::size_t permits_;
+  std::size_t in_use_ = 0;
+  const std::atomic<std::int64_t>* dynamic_;
 };
 
 template <iterator It>
@@ -58,9 +71,14 @@ class Prefetcher {
 
   /// `capacity`: elements buffered at most. `gate` (optional) is held around
   /// each pull; `also_notify` (optional) is told of every pushed element.
+  /// `limit` (optional) caps the buffered elements below `capacity` and may
+  /// change while running (an autotuned buffer); `node` (optional) receives
+  /// the occupancy and the consumer's waiting time.
   Prefetcher(It input, std::size_t capacity, Runtime& runtime, Gate* gate = nullptr,
-             Notifier* also_notify = nullptr)
-      : shared_(std::make_shared<Shared>(std::move(input), capacity, gate, also_notify)),
+             Notifier* also_notify = nullptr, const std::atomic<std::int64_t>* limit = nullptr,
+             StageNode* node = nullptr)
+      : shared_(
+            std::make_shared<Shared>(std::move(input), capacity, gate, also_notify, limit, node)),
         runtime_(&runtime) {}
   Prefetcher(Prefetcher&&) noexcept = default;
   Prefetcher& operator=(Prefetcher&&) = delete;
@@ -80,7 +98,11 @@ class Prefetcher {
     start();
     Shared& s = *shared_;
     const std::size_t head = s.head.load(std::memory_order_relaxed);
-    s.not_empty.wait_until([&] { return s.tail.load(std::memory_order_acquire) != head; });
+    if (s.tail.load(std::memory_order_acquire) == head) {
+      const std::int64_t start = now_ns();
+      s.not_empty.wait_until([&] { return s.tail.load(std::memory_order_acquire) != head; });
+      if (s.node) s.node->wait_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
+    }
     return take_at(head);
   }
 
@@ -134,11 +156,20 @@ class Prefetcher {
   };
 
   struct Shared {
-    Shared(It in, std::size_t capacity, Gate* g, Notifier* extra)
+    Shared(It in, std::size_t capacity, Gate* g, Notifier* extra,
+           const std::atomic<std::int64_t>* lim, StageNode* n)
         : input(std::in_place, std::move(in)),
           ring(capacity == 0 ? 1 : capacity),
           gate(g),
-          also_notify(extra) {}
+          also_notify(extra),
+          limit(lim),
+          node(n) {}
+
+    // Elements the ring may hold now.
+    std::size_t room() const noexcept {
+      const std::int64_t l = limit ? limit->load(std::memory_order_relaxed) : 0;
+      return l > 0 ? std::min(ring.size(), static_cast<std::size_t>(l)) : ring.size();
+    }
 
     void produce() noexcept {
       for (;;) {
@@ -168,8 +199,8 @@ class Prefetcher {
     // slow consumer exchange one wake-up per half ring, not per element.
     bool push(Item&& item) {
       const std::size_t t = tail.load(std::memory_order_relaxed);
-      if (t - head.load(std::memory_order_acquire) >= ring.size()) {
-        const std::size_t low_water = ring.size() / 2;
+      if (t - head.load(std::memory_order_acquire) >= room()) {
+        const std::size_t low_water = room() / 2;
         not_full.wait_until([&] {
           return t - head.load(std::memory_order_acquire) <= low_water ||
                  cancelled.load(std::memory_order_acquire);
@@ -178,6 +209,8 @@ class Prefetcher {
       if (cancelled.load(std::memory_order_acquire)) return false;
       ring[t % ring.size()] = std::move(item);
       tail.store(t + 1, std::memory_order_release);
+      if (node)
+        node->set_buffered(static_cast<std::int64_t>(t + 1 - head.load(std::memory_order_relaxed)));
       not_empty.notify();
       if (also_notify) also_notify->notify();
       return true;
@@ -187,6 +220,8 @@ class Prefetcher {
     std::vector<Item> ring;
     Gate* gate;
     Notifier* also_notify;
+    const std::atomic<std::int64_t>* limit;
+    StageNode* node;
     alignas(64) std::atomic<std::size_t> head{0};  // consumer position
     alignas(64) std::atomic<std::size_t> tail{0};  // producer position
     Notifier not_empty, not_full, exit_signal;

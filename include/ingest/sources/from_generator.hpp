@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -54,6 +55,8 @@ template <class Make>
 class FromGeneratorDataset
     : public DatasetBase<FromGeneratorDataset<Make>, detail::generated_t<Make>> {
  public:
+  static constexpr std::string_view stage_name = "from_generator";
+
   using element_type = detail::generated_t<Make>;
 
   explicit FromGeneratorDataset(Make make) : make_(std::move(make)) {}

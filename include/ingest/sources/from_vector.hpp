@@ -4,6 +4,8 @@
 // T must be copyable. Supports the bulk fill protocol.
 #pragma once
 
+#include <string_view>
+
 #include <algorithm>
 #include <cstddef>
 #include <exception>
@@ -65,6 +67,8 @@ class FromVectorDataset : public DatasetBase<FromVectorDataset<T>, T> {
                 "(use from_generator for move-only elements)");
 
  public:
+  static constexpr std::string_view stage_name = "from_vector";
+
   explicit FromVectorDataset(std::vector<T> data)
       : data_(std::make_shared<const std::vector<T>>(std::move(data))) {}
   FromVectorIterator<T> make_iterator(const IteratorContext&) const {

@@ -4,6 +4,8 @@
 // loops over contiguous buffers.
 #pragma once
 
+#include <string_view>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -89,6 +91,8 @@ class RangeIterator {
 
 class RangeDataset : public DatasetBase<RangeDataset, std::int64_t> {
  public:
+  static constexpr std::string_view stage_name = "range";
+
   RangeDataset(std::int64_t start, std::int64_t stop, std::int64_t step)
       : start_(start), stop_(stop), step_(step) {
     if (step == 0) throw InvalidArgument("range: step must not be 0", {.stage = "range"});

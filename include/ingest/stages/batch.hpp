@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/batch_traits.hpp"
@@ -91,6 +92,8 @@ template <class Input>
 class BatchDataset
     : public DatasetBase<BatchDataset<Input>, batch_t<typename Input::element_type>> {
  public:
+  static constexpr std::string_view stage_name = "batch";
+
   BatchDataset(Input input, std::int64_t batch_size, BatchOptions options)
       : input_(std::move(input)), batch_size_(batch_size), options_(options) {
     if (batch_size <= 0) {
@@ -99,9 +102,9 @@ class BatchDataset
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
-    return BatchIterator<iterator_t<Input>>(input_.make_iterator(ctx),
-                                            static_cast<std::size_t>(batch_size_),
-                                            options_.drop_remainder, ctx.allocator);
+    return BatchIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
+                                                          static_cast<std::size_t>(batch_size_),
+                                                          options_.drop_remainder, ctx.allocator);
   }
 
   const Input& input() const noexcept { return input_; }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
@@ -14,7 +15,7 @@ namespace ingest {
 
 template <class FirstIt, class Second>
 class ConcatenateIterator {
-  using SecondIt = iterator_t<Second>;
+  using SecondIt = detail::child_iterator_t<Second>;
 
  public:
   using value_type = typename FirstIt::value_type;
@@ -26,7 +27,7 @@ class ConcatenateIterator {
     if (!second_it_) {
       if (std::optional<value_type> x = first_->next()) return x;
       first_.reset();  // release the first input's resources now
-      second_it_.emplace(second_.make_iterator(ctx_));
+      second_it_.emplace(detail::child_iterator(second_, ctx_));
     }
     return second_it_->next();
   }
@@ -47,10 +48,13 @@ template <class First, class Second>
 class ConcatenateDataset
     : public DatasetBase<ConcatenateDataset<First, Second>, typename First::element_type> {
  public:
+  static constexpr std::string_view stage_name = "concatenate";
+
   ConcatenateDataset(First first, Second second)
       : first_(std::move(first)), second_(std::move(second)) {}
   auto make_iterator(const IteratorContext& ctx) const {
-    return ConcatenateIterator<iterator_t<First>, Second>(first_.make_iterator(ctx), second_, ctx);
+    return ConcatenateIterator<detail::child_iterator_t<First>, Second>(
+        detail::child_iterator(first_, ctx), second_, ctx);
   }
 
  private:

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
@@ -40,9 +41,12 @@ template <class Input>
 class EnumerateDataset : public DatasetBase<EnumerateDataset<Input>,
                                             std::pair<std::int64_t, typename Input::element_type>> {
  public:
+  static constexpr std::string_view stage_name = "enumerate";
+
   EnumerateDataset(Input input, std::int64_t start) : input_(std::move(input)), start_(start) {}
   auto make_iterator(const IteratorContext& ctx) const {
-    return EnumerateIterator<iterator_t<Input>>(input_.make_iterator(ctx), start_);
+    return EnumerateIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
+                                                              start_);
   }
 
  private:

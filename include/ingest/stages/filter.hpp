@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
@@ -37,9 +38,12 @@ class FilterIterator {
 template <class Input, class Pred>
 class FilterDataset : public DatasetBase<FilterDataset<Input, Pred>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "filter";
+
   FilterDataset(Input input, Pred pred) : input_(std::move(input)), pred_(std::move(pred)) {}
   auto make_iterator(const IteratorContext& ctx) const {
-    return FilterIterator<iterator_t<Input>, Pred>(input_.make_iterator(ctx), pred_);
+    return FilterIterator<detail::child_iterator_t<Input>, Pred>(
+        detail::child_iterator(input_, ctx), pred_);
   }
 
  private:

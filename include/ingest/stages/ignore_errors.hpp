@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
@@ -58,12 +59,15 @@ template <class Input>
 class IgnoreErrorsDataset
     : public DatasetBase<IgnoreErrorsDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "ignore_errors";
+
   IgnoreErrorsDataset(Input input, IgnoreErrorsOptions options)
       : input_(std::move(input)),
         options_(std::move(options)),
         total_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
   auto make_iterator(const IteratorContext& ctx) const {
-    return IgnoreErrorsIterator<iterator_t<Input>>(input_.make_iterator(ctx), total_, options_);
+    return IgnoreErrorsIterator<detail::child_iterator_t<Input>>(
+        detail::child_iterator(input_, ctx), total_, options_);
   }
   /// Errors dropped so far by every iterator of this dataset and its copies.
   std::int64_t ignored_errors() const noexcept { return total_->load(std::memory_order_relaxed); }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -40,7 +42,7 @@ template <class InputIt, class F>
 class InterleaveIterator {
   using In = typename InputIt::value_type;
   using Inner = detail::interleaved_dataset_t<F, In>;
-  using InnerIt = iterator_t<Inner>;
+  using InnerIt = detail::child_iterator_t<Inner>;
 
  public:
   using value_type = typename Inner::element_type;
@@ -48,6 +50,7 @@ class InterleaveIterator {
   struct Config {
     std::size_t cycle_length, block_length, parallelism;
     bool deterministic;
+    const std::atomic<std::int64_t>* tuned_parallelism = nullptr;  // an autotuned knob
   };
 
   InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx)
@@ -55,11 +58,11 @@ class InterleaveIterator {
         f_(std::move(f)),
         config_(config),
         ctx_(std::move(ctx)),
-        parallel_(config.parallelism > 1),
+        parallel_(config.parallelism > 1 || config.tuned_parallelism != nullptr),
         cycle_(config.cycle_length) {
     if (parallel_) {
       runtime_ = ctx_.runtime_or_default();
-      shared_ = std::make_unique<Shared>(config.parallelism);
+      shared_ = std::make_unique<Shared>(config.parallelism, config.tuned_parallelism);
     }
   }
   InterleaveIterator(InterleaveIterator&&) noexcept = default;
@@ -107,7 +110,7 @@ class InterleaveIterator {
     std::exception_ptr open_error;
   };
   struct Shared {
-    explicit Shared(std::size_t permits) : gate(permits) {}
+    Shared(std::size_t permits, const std::atomic<std::int64_t>* tuned) : gate(permits, tuned) {}
     detail::Gate gate;
     detail::Notifier any_ready;  // told of every element a producer pushes
   };
@@ -148,7 +151,8 @@ class InterleaveIterator {
     const std::int64_t index = input_index_++;
     Element e;
     try {
-      InnerIt it = detail::invoke_user("interleave", index, f_, std::move(*x)).make_iterator(ctx_);
+      InnerIt it = detail::child_iterator(
+          detail::invoke_user("interleave", index, f_, std::move(*x)), ctx_, " (each input)");
       if (parallel_) {
         e.fetcher.emplace(std::move(it), 2 * config_.block_length + 1, *runtime_, &shared_->gate,
                           &shared_->any_ready);
@@ -245,6 +249,8 @@ class InterleaveDataset
           InterleaveDataset<Input, F>,
           typename detail::interleaved_dataset_t<F, typename Input::element_type>::element_type> {
  public:
+  static constexpr std::string_view stage_name = "interleave";
+
   InterleaveDataset(Input input, F f, InterleaveOptions options)
       : input_(std::move(input)), f_(std::move(f)), options_(options) {
     auto check = [](const char* what, std::int64_t v) {
@@ -265,7 +271,7 @@ class InterleaveDataset
 
   auto make_iterator(const IteratorContext& ctx) const {
     const auto& runtime = ctx.runtime_or_default();
-    typename InterleaveIterator<iterator_t<Input>, F>::Config config{};
+    typename InterleaveIterator<detail::child_iterator_t<Input>, F>::Config config{};
     config.cycle_length = options_.cycle_length == autotune
                               ? runtime->threads()
                               : static_cast<std::size_t>(options_.cycle_length);
@@ -274,7 +280,15 @@ class InterleaveDataset
                              ? config.cycle_length
                              : static_cast<std::size_t>(options_.parallelism);
     config.deterministic = options_.deterministic.value_or(ctx.deterministic);
-    return InterleaveIterator<iterator_t<Input>, F>(input_.make_iterator(ctx), f_, config, ctx);
+    if (ctx.node) {
+      ctx.node->kind = detail::StageKind::interleave;
+      detail::configure_knob(ctx.node->parallelism, options_.parallelism, 1,
+                             static_cast<std::int64_t>(config.cycle_length),
+                             static_cast<std::int64_t>(config.parallelism));
+      if (ctx.node->parallelism.tunable) config.tuned_parallelism = &ctx.node->parallelism.value;
+    }
+    return InterleaveIterator<detail::child_iterator_t<Input>, F>(
+        detail::child_iterator(input_, ctx), f_, config, ctx);
   }
 
  private:

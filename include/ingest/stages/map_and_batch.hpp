@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -50,7 +51,8 @@ class MapAndBatchIterator {
 
   MapAndBatchIterator(InputIt input, F f, std::size_t batch_size, bool drop_remainder,
                       std::size_t parallelism, bool deterministic, IteratorContext ctx)
-      : input_(std::move(input)),
+      : node_(ctx.node),
+        input_(std::move(input)),
         runtime_(ctx.runtime_or_default()),
         allocator_(ctx.allocator),
         batch_size_(batch_size),
@@ -61,7 +63,7 @@ class MapAndBatchIterator {
     const std::size_t chunks_per_batch = std::min(batch_size, 4 * p_max);
     const std::size_t max_batches =
         std::clamp<std::size_t>((4 * p_max + batch_size - 1) / batch_size, 2, 64);
-    Run run{std::move(f), std::make_unique<detail::ChunkPlanner>(batch_size)};
+    Run run{std::move(f), std::make_unique<detail::ChunkPlanner>(batch_size), node_};
     runner_ =
         std::make_shared<Runner>(max_batches * chunks_per_batch, std::move(run), runtime_.get());
     batches_.reserve(max_batches);
@@ -89,11 +91,11 @@ class MapAndBatchIterator {
         if (b.count == 0) return std::nullopt;
         Chunk whole{&b, 0, b.count, nullptr, 0};
         static const std::atomic<bool> never_cancelled{false};
-        if (++inline_batches_ % 16 == 0) {
-          runner_->run()(whole, never_cancelled);  // timed: keeps the cost estimate fresh
-        } else {
-          runner_->run().compute_all(whole, never_cancelled);
-        }
+        // One inline batch in 16 is timed: it keeps the cost estimate fresh.
+        const bool timed = ++inline_batches_ % 16 == 0;
+        const std::int64_t start = timed ? detail::now_ns() : 0;
+        runner_->run().compute_all(whole, never_cancelled);
+        if (timed) runner_->run().record_work(b.count, detail::now_ns() - start, 16);
         b.chunk_errors.push_back({whole.error, whole.error_index});
         if (auto batch = finish(b)) return batch;
         continue;
@@ -131,6 +133,13 @@ class MapAndBatchIterator {
   struct Run {
     F f;
     std::unique_ptr<detail::ChunkPlanner> planner;
+    detail::StageNode* node;
+
+    // Measured work: `ns` for `elements` calls, standing for `scale` times as many.
+    void record_work(std::size_t elements, std::int64_t ns, std::int64_t scale) const {
+      planner->record(elements, ns);
+      if (node) node->work_ns.fetch_add(ns * scale, std::memory_order_relaxed);
+    }
 
     static In&& take(InputSlot& s) {
       if constexpr (plain_inputs) {
@@ -168,7 +177,7 @@ class MapAndBatchIterator {
     void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
       const std::int64_t start = detail::now_ns();
       compute_all(c, cancelled);
-      planner->record(c.end - c.begin, detail::now_ns() - start);
+      record_work(c.end - c.begin, detail::now_ns() - start, 1);
     }
     void compute_all(Chunk& c, const std::atomic<bool>& cancelled) const {
       Batch& b = *c.batch;
@@ -223,7 +232,7 @@ class MapAndBatchIterator {
         input_done_ = true;
       }
     }
-    if (start) runner_->run().planner->record(count, detail::now_ns() - start);
+    if (start) runner_->run().record_work(count, detail::now_ns() - start, 16);
     next_index_ += static_cast<std::int64_t>(count);
     b.count = count;
     if (first_error) b.chunk_errors.push_back({first_error, 0});
@@ -274,6 +283,9 @@ class MapAndBatchIterator {
 
   // Loads batches and submits their chunks while the budget allows.
   void launch() {
+    if (node_ && node_->parallelism.tunable) {
+      parallelism_ = static_cast<std::size_t>(node_->parallelism.get());
+    }
     while (!input_done_ && active_.size() < batches_.size()) {
       Batch* b = nullptr;
       for (auto& candidate : batches_) {
@@ -368,6 +380,7 @@ class MapAndBatchIterator {
     return batch;
   }
 
+  detail::StageNode* node_;  // knobs and measurements (may be null)
   InputIt input_;
   std::shared_ptr<Runtime> runtime_;
   Allocator* allocator_;
@@ -390,6 +403,8 @@ class MapAndBatchDataset
           MapAndBatchDataset<Input, F>,
           batch_t<std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>>> {
  public:
+  static constexpr std::string_view stage_name = "map_and_batch";
+
   MapAndBatchDataset(Input input, F f, MapOptions map_options, std::int64_t batch_size,
                      BatchOptions batch_options)
       : input_(std::move(input)),
@@ -406,10 +421,17 @@ class MapAndBatchDataset
 
   auto make_iterator(const IteratorContext& ctx) const {
     const auto& runtime = ctx.runtime_or_default();
-    return MapAndBatchIterator<iterator_t<Input>, F>(
-        input_.make_iterator(ctx), f_, static_cast<std::size_t>(batch_size_),
-        batch_options_.drop_remainder,
-        detail::resolve_parallelism(map_options_.parallelism, *runtime),
+    std::size_t parallelism = detail::resolve_parallelism(map_options_.parallelism, *runtime);
+    if (ctx.node) {
+      ctx.node->kind = detail::StageKind::map_and_batch;
+      detail::configure_knob(ctx.node->parallelism, map_options_.parallelism, 1,
+                             static_cast<std::int64_t>(runtime->threads()),
+                             static_cast<std::int64_t>(parallelism));
+      parallelism = static_cast<std::size_t>(ctx.node->parallelism.get());
+    }
+    return MapAndBatchIterator<detail::child_iterator_t<Input>, F>(
+        detail::child_iterator(input_, ctx), f_, static_cast<std::size_t>(batch_size_),
+        batch_options_.drop_remainder, parallelism,
         map_options_.deterministic.value_or(ctx.deterministic), ctx);
   }
 

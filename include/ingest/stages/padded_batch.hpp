@@ -11,6 +11,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,8 @@ class PaddedBatchDataset
     : public DatasetBase<PaddedBatchDataset<Input>,
                          typename padded_batch_traits<typename Input::element_type>::batch_type> {
  public:
+  static constexpr std::string_view stage_name = "padded_batch";
+
   PaddedBatchDataset(Input input, std::int64_t batch_size, PaddedBatchOptions options)
       : input_(std::move(input)), batch_size_(batch_size), options_(std::move(options)) {
     if (batch_size <= 0) {
@@ -89,8 +92,9 @@ class PaddedBatchDataset
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
-    return PaddedBatchIterator<iterator_t<Input>>(
-        input_.make_iterator(ctx), static_cast<std::size_t>(batch_size_), options_, ctx.allocator);
+    return PaddedBatchIterator<detail::child_iterator_t<Input>>(
+        detail::child_iterator(input_, ctx), static_cast<std::size_t>(batch_size_), options_,
+        ctx.allocator);
   }
 
  private:

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -53,15 +54,18 @@ class ParallelMapIterator {
  public:
   using value_type = std::decay_t<std::invoke_result_t<const F&, In&&>>;
 
+  /// `node` (may be null) holds the parallelism knob and receives the
+  /// function's measured time.
   ParallelMapIterator(InputIt input, F f, std::size_t parallelism, bool deterministic,
-                      std::shared_ptr<Runtime> runtime)
+                      std::shared_ptr<Runtime> runtime, detail::StageNode* node = nullptr)
       : input_(std::move(input)),
         runtime_(std::move(runtime)),
         parallelism_(parallelism),
-        deterministic_(deterministic) {
+        deterministic_(deterministic),
+        node_(node) {
     const std::size_t capacity = 2 * std::max(parallelism, runtime_->threads()) + 2;
-    runner_ =
-        std::make_shared<Runner>(capacity, Run{std::move(f), ChunkPlannerBox{}}, runtime_.get());
+    runner_ = std::make_shared<Runner>(capacity, Run{std::move(f), ChunkPlannerBox{}, node},
+                                       runtime_.get());
     inflight_.reserve(capacity);
   }
   ParallelMapIterator(ParallelMapIterator&&) noexcept = default;
@@ -115,6 +119,7 @@ class ParallelMapIterator {
   struct Run {
     F f;
     ChunkPlannerBox planner;
+    detail::StageNode* node;
     void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
       const std::int64_t start = detail::now_ns();
       std::size_t i = 0;
@@ -128,7 +133,9 @@ class ParallelMapIterator {
         }
         c.in[i].reset();
       }
-      planner.p->record(i, detail::now_ns() - start);
+      const std::int64_t spent = detail::now_ns() - start;
+      planner.p->record(i, spent);
+      if (node) node->work_ns.fetch_add(spent, std::memory_order_relaxed);
     }
   };
   using Runner = detail::ChunkRunner<Chunk, Run>;
@@ -136,6 +143,9 @@ class ParallelMapIterator {
   detail::ChunkPlanner& planner() { return *runner_->run().planner.p; }
 
   void replan() {
+    if (node_ && node_->parallelism.tunable) {
+      parallelism_ = static_cast<std::size_t>(node_->parallelism.get());
+    }
     planner().update();
     inline_ = planner().prefer_inline(inline_);
     fast_ = inline_ && current_ == Runner::none && inflight_.empty();
@@ -146,8 +156,14 @@ class ParallelMapIterator {
     if (!x) return std::nullopt;
     const std::int64_t index = next_index_++;
     if (sampler_.before()) [[unlikely]] {
+      const std::int64_t start = detail::now_ns();
       std::optional<value_type> v(
           std::in_place, detail::invoke_user("map", index, runner_->run().f, std::move(*x)));
+      // Inline calls are work too; the sampled ones stand for their period.
+      if (node_) {
+        const std::int64_t scale = detail::InlineSampler::period / detail::InlineSampler::run;
+        node_->work_ns.fetch_add((detail::now_ns() - start) * scale, std::memory_order_relaxed);
+      }
       if (sampler_.after(planner())) replan();
       return v;
     }
@@ -230,6 +246,7 @@ class ParallelMapIterator {
   std::shared_ptr<Runner> runner_;
   std::size_t parallelism_;
   bool deterministic_;
+  detail::StageNode* node_;
   bool inline_ = false;
   bool fast_ = false;  // inline mode with nothing in flight: next() calls f directly
   bool input_done_ = false;
@@ -245,6 +262,8 @@ class ParallelMapDataset
           ParallelMapDataset<Input, F>,
           std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>> {
  public:
+  static constexpr std::string_view stage_name = "parallel_map";
+
   ParallelMapDataset(Input input, F f, MapOptions options)
       : input_(std::move(input)), f_(std::move(f)), options_(options) {
     detail::check_parallelism("map", options.parallelism);
@@ -252,9 +271,17 @@ class ParallelMapDataset
 
   auto make_iterator(const IteratorContext& ctx) const {
     const auto& runtime = ctx.runtime_or_default();
-    return ParallelMapIterator<iterator_t<Input>, F>(
-        input_.make_iterator(ctx), f_, detail::resolve_parallelism(options_.parallelism, *runtime),
-        options_.deterministic.value_or(ctx.deterministic), runtime);
+    std::size_t parallelism = detail::resolve_parallelism(options_.parallelism, *runtime);
+    if (ctx.node) {
+      ctx.node->kind = detail::StageKind::parallel_map;
+      detail::configure_knob(ctx.node->parallelism, options_.parallelism, 1,
+                             static_cast<std::int64_t>(runtime->threads()),
+                             static_cast<std::int64_t>(parallelism));
+      parallelism = static_cast<std::size_t>(ctx.node->parallelism.get());
+    }
+    return ParallelMapIterator<detail::child_iterator_t<Input>, F>(
+        detail::child_iterator(input_, ctx), f_, parallelism,
+        options_.deterministic.value_or(ctx.deterministic), runtime, ctx.node);
   }
 
   const Input& input() const noexcept { return input_; }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
@@ -24,8 +25,13 @@ class PrefetchIterator {
  public:
   using value_type = typename InputIt::value_type;
 
-  PrefetchIterator(InputIt input, std::size_t buffer_size, std::shared_ptr<Runtime> runtime)
-      : runtime_(std::move(runtime)), prefetcher_(std::move(input), buffer_size, *runtime_) {}
+  /// `node` (may be null) holds the buffer knob: the ring has `capacity`
+  /// slots and holds at most the knob's value.
+  PrefetchIterator(InputIt input, std::size_t capacity, std::shared_ptr<Runtime> runtime,
+                   detail::StageNode* node = nullptr)
+      : runtime_(std::move(runtime)),
+        prefetcher_(std::move(input), capacity, *runtime_, nullptr, nullptr,
+                    node && node->buffer.tunable ? &node->buffer.value : nullptr, node) {}
 
   std::optional<value_type> next() { return prefetcher_.next(); }
 
@@ -34,9 +40,15 @@ class PrefetchIterator {
   detail::Prefetcher<InputIt> prefetcher_;
 };
 
+/// The largest buffer the autotuner may give a prefetch (further limited by
+/// the pipeline's RAM budget).
+inline constexpr std::int64_t max_tuned_buffer = 64;
+
 template <class Input>
 class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "prefetch";
+
   PrefetchDataset(Input input, std::int64_t buffer_size)
       : input_(std::move(input)), buffer_size_(buffer_size) {
     if (buffer_size != autotune && buffer_size < 1) {
@@ -50,7 +62,16 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
     const auto& runtime = ctx.runtime_or_default();
     const std::size_t size =
         buffer_size_ == autotune ? 2 * runtime->threads() : static_cast<std::size_t>(buffer_size_);
-    return PrefetchIterator<iterator_t<Input>>(input_.make_iterator(ctx), size, runtime);
+    std::size_t capacity = size;
+    if (ctx.node) {
+      ctx.node->kind = detail::StageKind::prefetch;
+      // A tuned buffer starts at one element and grows only as the
+      // autotuner finds it pays within the RAM budget.
+      detail::configure_knob(ctx.node->buffer, buffer_size_, 1, max_tuned_buffer, 1);
+      if (ctx.node->buffer.tunable) capacity = static_cast<std::size_t>(max_tuned_buffer);
+    }
+    return PrefetchIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
+                                                             capacity, runtime, ctx.node);
   }
 
  private:

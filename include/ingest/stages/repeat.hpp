@@ -4,6 +4,8 @@
 // instead of spinning forever on an empty input.
 #pragma once
 
+#include <string_view>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -17,7 +19,7 @@ namespace ingest {
 
 template <class Input>
 class RepeatIterator {
-  using InputIt = iterator_t<Input>;
+  using InputIt = detail::child_iterator_t<Input>;
 
  public:
   using value_type = typename Input::element_type;
@@ -59,7 +61,7 @@ class RepeatIterator {
   bool start_epoch() {
     if (current_) return true;
     if (done_ || (count_ >= 0 && epoch_ >= count_)) return false;
-    current_.emplace(input_.make_iterator(ctx_));
+    current_.emplace(detail::child_iterator(input_, ctx_));
     produced_ = false;
     return true;
   }
@@ -81,6 +83,8 @@ class RepeatIterator {
 template <class Input>
 class RepeatDataset : public DatasetBase<RepeatDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "repeat";
+
   RepeatDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
     if (count < -1) {
       throw InvalidArgument(

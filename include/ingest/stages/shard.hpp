@@ -6,6 +6,8 @@
 // exactly one shard).
 #pragma once
 
+#include <string_view>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +56,8 @@ class ShardIterator {
 template <class Input>
 class ShardDataset : public DatasetBase<ShardDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "shard";
+
   ShardDataset(Input input, std::int64_t num_shards, std::int64_t index)
       : input_(std::move(input)), num_shards_(num_shards), index_(index) {
     if (num_shards <= 0) {
@@ -67,7 +71,8 @@ class ShardDataset : public DatasetBase<ShardDataset<Input>, typename Input::ele
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
-    return ShardIterator<iterator_t<Input>>(input_.make_iterator(ctx), num_shards_, index_);
+    return ShardIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
+                                                          num_shards_, index_);
   }
 
  private:

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,8 @@ class ShuffleIterator {
 template <class Input>
 class ShuffleDataset : public DatasetBase<ShuffleDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "shuffle";
+
   ShuffleDataset(Input input, std::int64_t buffer_size, ShuffleOptions options)
       : input_(std::move(input)),
         buffer_size_(buffer_size),
@@ -111,8 +114,8 @@ class ShuffleDataset : public DatasetBase<ShuffleDataset<Input>, typename Input:
     const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t seed =
         options_.reshuffle_each_iteration ? derive_seed(base_seed_, pass) : base_seed_;
-    return ShuffleIterator<iterator_t<Input>>(input_.make_iterator(ctx),
-                                              static_cast<std::size_t>(buffer_size_), seed);
+    return ShuffleIterator<detail::child_iterator_t<Input>>(
+        detail::child_iterator(input_, ctx), static_cast<std::size_t>(buffer_size_), seed);
   }
 
  private:

@@ -4,6 +4,8 @@
 // failed element counts as skipped), as in tf.data.
 #pragma once
 
+#include <string_view>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -53,6 +55,8 @@ class SkipIterator {
 template <class Input>
 class SkipDataset : public DatasetBase<SkipDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "skip";
+
   SkipDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
     if (count < -1) {
       throw InvalidArgument("skip: count must be >= 0, or -1 for all; got " + std::to_string(count),
@@ -60,7 +64,8 @@ class SkipDataset : public DatasetBase<SkipDataset<Input>, typename Input::eleme
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
-    return SkipIterator<iterator_t<Input>>(input_.make_iterator(ctx), count_);
+    return SkipIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
+                                                         count_);
   }
 
  private:

@@ -3,6 +3,8 @@
 // Stops pulling from its input once `count` is reached.
 #pragma once
 
+#include <string_view>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +48,8 @@ class TakeIterator {
 template <class Input>
 class TakeDataset : public DatasetBase<TakeDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "take";
+
   TakeDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
     if (count < -1) {
       throw InvalidArgument("take: count must be >= 0, or -1 for all; got " + std::to_string(count),
@@ -53,7 +57,8 @@ class TakeDataset : public DatasetBase<TakeDataset<Input>, typename Input::eleme
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
-    return TakeIterator<iterator_t<Input>>(input_.make_iterator(ctx), count_);
+    return TakeIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
+                                                         count_);
   }
 
  private:

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/batch_traits.hpp"
@@ -51,9 +52,11 @@ class UnbatchDataset
     : public DatasetBase<UnbatchDataset<Input>,
                          typename unbatch_traits<typename Input::element_type>::element_type> {
  public:
+  static constexpr std::string_view stage_name = "unbatch";
+
   explicit UnbatchDataset(Input input) : input_(std::move(input)) {}
   auto make_iterator(const IteratorContext& ctx) const {
-    return UnbatchIterator<iterator_t<Input>>(input_.make_iterator(ctx));
+    return UnbatchIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx));
   }
 
  private:

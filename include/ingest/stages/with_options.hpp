@@ -1,12 +1,14 @@
-// with_options({.threads, .runtime, .deterministic}): runs the stages before
-// it with these settings. tf.data counterpart: Dataset.with_options. Put it
-// last: it configures its input pipeline, not the stages that follow. With
-// .threads, each iterator gets a private runtime of that many compute
-// threads, released with the iterator.
+// with_options({.threads, .runtime, .deterministic, .autotune,
+// .ram_budget_bytes, .trace_path}): runs the stages before it with these
+// settings. tf.data counterpart: Dataset.with_options. Put it last: it
+// configures its input pipeline, not the stages that follow. With .threads,
+// each iterator gets a private runtime of that many compute threads,
+// released with the iterator.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
@@ -19,6 +21,8 @@ template <class Input>
 class WithOptionsDataset
     : public DatasetBase<WithOptionsDataset<Input>, typename Input::element_type> {
  public:
+  static constexpr std::string_view stage_name = "with_options";
+
   WithOptionsDataset(Input input, PipelineOptions options)
       : input_(std::move(input)), options_(std::move(options)) {
     if (options_.threads && *options_.threads == 0) {
@@ -34,7 +38,23 @@ class WithOptionsDataset
       inner.runtime = std::make_shared<Runtime>(*options_.threads);
     }
     if (options_.deterministic) inner.deterministic = *options_.deterministic;
-    return input_.make_iterator(inner);
+    if (ctx.model) {
+      detail::Model& m = *ctx.model;
+      if (options_.autotune) m.autotune.store(*options_.autotune, std::memory_order_relaxed);
+      if (options_.ram_budget_bytes) {
+        m.ram_budget_bytes.store(static_cast<std::int64_t>(*options_.ram_budget_bytes),
+                                 std::memory_order_relaxed);
+      }
+      if (inner.runtime) {
+        m.cpu_budget.store(static_cast<std::int64_t>(inner.runtime->threads()),
+                           std::memory_order_relaxed);
+      }
+      if (!options_.trace_path.empty()) {
+        m.trace_path = options_.trace_path;
+        m.enable_trace();
+      }
+    }
+    return detail::child_iterator(input_, inner);
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -60,11 +61,14 @@ class ZipDataset
   static_assert(sizeof...(Inputs) >= 1, "zip: needs at least one dataset");
 
  public:
+  static constexpr std::string_view stage_name = "zip";
+
   explicit ZipDataset(Inputs... inputs) : inputs_(std::move(inputs)...) {}
   auto make_iterator(const IteratorContext& ctx) const {
     return std::apply(
         [&ctx](const auto&... d) {
-          return ZipIterator<iterator_t<Inputs>...>(d.make_iterator(ctx)...);
+          return ZipIterator<detail::child_iterator_t<Inputs>...>(
+              detail::child_iterator(d, ctx)...);
         },
         inputs_);
   }

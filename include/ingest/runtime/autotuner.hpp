@@ -1,0 +1,340 @@
+// The autotuner: a background thread per pipeline iterator that models the
+// pipeline's output latency from the stages' measurements and hill-climbs
+// the knobs set to ingest::autotune (parallelism of parallel map,
+// map-and-batch and interleave; prefetch buffer sizes) toward the lowest
+// latency, within a CPU budget (total parallelism <= compute threads) and a
+// RAM budget (buffered bytes <= ram_budget_bytes). tf.data counterpart:
+// model::Model::Optimize with the hill-climbing algorithm.
+//
+// The model, as tf.data's: a synchronous stage adds its own time to its
+// inputs'; an asynchronous stage decouples its producer (time y per element,
+// divided by its parallelism) from its consumer (time x between calls)
+// through a buffer of n elements, and the consumer waits p_empty * y, with
+// p_empty from an M/M/1/n queue. Every tuning starts the knobs from their
+// minimum and repeatedly applies the +1 (for buffers, x2) that lowers the
+// modelled latency most, so knobs also come down when costs fall. It uses
+// the measurements of the last period (or all of them while they are
+// few), so it follows stages whose costs change. It runs after 20 ms, then
+// with a period doubling up to 1 s. Every change is visible in stats() and,
+// when tracing, as a counter in the trace.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ingest/core/logging.hpp"
+#include "ingest/runtime/chunking.hpp"
+#include "ingest/runtime/model.hpp"
+#include "ingest/runtime/stats.hpp"
+
+namespace ingest::detail {
+
+/// Available memory in bytes (MemAvailable from /proc/meminfo, else free pages).
+inline std::int64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::int64_t kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : std::int64_t{1} << 30;
+}
+
+/// The default RAM budget: half of the memory available when tuning starts.
+inline std::int64_t default_ram_budget() { return available_memory_bytes() / 2; }
+
+/// Probability that an M/M/1/n queue is empty, consumer time x, producer time y.
+inline double probability_empty(double x, double y, double n) {
+  if (y <= 0) return 0;
+  if (x <= 0) return 1;
+  const double r = x / y;
+  if (std::abs(r - 1) < 1e-9) return 1 / (n + 1);
+  const double rn = std::pow(r, n + 1);
+  if (!std::isfinite(rn)) return 0;
+  return (1 - r) / (1 - rn);
+}
+
+/// The knobs of a model and the cost model over them; pure functions of a
+/// snapshot, so the decisions can be tested on synthetic costs.
+class Optimizer {
+ public:
+  struct Budget {
+    std::int64_t cpu = 1;  // total parallelism of the tuned stages
+    double ram_bytes = 0;  // buffered bytes
+  };
+
+  Optimizer(std::vector<NodeView> views, double consumer_ns)
+      : views_(std::move(views)), consumer_ns_(consumer_ns) {
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      StageNode& n = *views_[i].node;
+      par_.push_back(
+          n.kind == StageKind::prefetch ? 1 : std::max<std::int64_t>(n.parallelism.get(), 1));
+      buf_.push_back(std::max<std::int64_t>(n.buffer.get(), 1));
+    }
+  }
+
+  /// Modelled time per final element (ns) for the current knob values.
+  double output_time() const { return views_.empty() ? 0 : time(0, consumer_ns_); }
+
+  /// Bytes the buffers hold at most with the current knob values.
+  double buffered_bytes() const {
+    double total = 0;
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      const NodeView& v = views_[i];
+      switch (v.node->kind) {
+        case StageKind::prefetch: total += static_cast<double>(buf_[i]) * v.bytes; break;
+        case StageKind::parallel_map:
+        case StageKind::map_and_batch:
+        case StageKind::interleave: total += static_cast<double>(2 * par_[i] + 1) * v.bytes; break;
+        default: break;
+      }
+    }
+    return total;
+  }
+
+  /// Hill-climbs the tunable knobs from their minimum, keeping a change only
+  /// if it shortens the time per element, the consumer's own time included,
+  /// by more than 0.5% (a pipeline already faster than its consumer gets no
+  /// more threads or memory).
+  void optimize(const Budget& budget) {
+    std::int64_t fixed_cpu = 0;
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      const StageNode& n = *views_[i].node;
+      if (n.parallelism.tunable)
+        par_[i] = n.parallelism.min;
+      else if (is_parallel(i))
+        fixed_cpu += par_[i];
+      if (n.buffer.tunable) buf_[i] = n.buffer.min;
+    }
+    for (int step = 0; step < 10'000; ++step) {
+      const double now = output_time();
+      double best = now;
+      std::size_t best_i = 0;
+      bool best_is_buffer = false;
+      for (std::size_t i = 0; i < views_.size(); ++i) {
+        const StageNode& n = *views_[i].node;
+        if (n.parallelism.tunable && par_[i] < n.parallelism.max &&
+            tuned_cpu() + fixed_cpu + 1 <= budget.cpu) {
+          ++par_[i];
+          const double t = output_time();
+          if (t < best && buffered_bytes() <= budget.ram_bytes) {
+            best = t;
+            best_i = i;
+            best_is_buffer = false;
+          }
+          --par_[i];
+        }
+        if (n.buffer.tunable && buf_[i] < n.buffer.max) {
+          const std::int64_t old = buf_[i];
+          buf_[i] = std::min(n.buffer.max, old * 2);
+          const double t = output_time();
+          if (t < best && buffered_bytes() <= budget.ram_bytes) {
+            best = t;
+            best_i = i;
+            best_is_buffer = true;
+          }
+          buf_[i] = old;
+        }
+      }
+      if (!(best + consumer_ns_ < (now + consumer_ns_) * 0.995)) break;
+      if (best_is_buffer) {
+        buf_[best_i] = std::min(views_[best_i].node->buffer.max, buf_[best_i] * 2);
+      } else {
+        ++par_[best_i];
+      }
+    }
+  }
+
+  std::int64_t parallelism(std::size_t i) const { return par_[i]; }
+  std::int64_t buffer(std::size_t i) const { return buf_[i]; }
+  const std::vector<NodeView>& views() const noexcept { return views_; }
+
+ private:
+  bool is_parallel(std::size_t i) const {
+    const StageKind k = views_[i].node->kind;
+    return k == StageKind::parallel_map || k == StageKind::map_and_batch ||
+           (k == StageKind::interleave && views_[i].node->parallelism.tunable);
+  }
+  std::int64_t tuned_cpu() const {
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      if (views_[i].node->parallelism.tunable) total += par_[i];
+    }
+    return total;
+  }
+
+  // Time per element of inputs, summed and scaled by elements per output.
+  double inputs_time(std::size_t i, double consumer_ns) const {
+    const NodeView& v = views_[i];
+    double total = 0;
+    for (std::size_t c : v.inputs) {
+      const double ratio =
+          v.elements ? static_cast<double>(views_[c].elements) / static_cast<double>(v.elements)
+                     : 1;
+      if (ratio <= 0) continue;
+      total += ratio * time(c, consumer_ns / ratio);
+    }
+    return total;
+  }
+
+  // Modelled time per element of view i, as seen by its consumer, whose own
+  // time between calls is consumer_ns.
+  double time(std::size_t i, double consumer_ns) const {
+    const NodeView& v = views_[i];
+    switch (v.node->kind) {
+      case StageKind::prefetch: {
+        const double y = v.self_ns + inputs_time(i, 0);  // the producer thread pulls back to back
+        return probability_empty(consumer_ns, y, static_cast<double>(buf_[i])) * y;
+      }
+      case StageKind::parallel_map:
+      case StageKind::map_and_batch: {
+        // Inputs are pulled by the consumer; the function runs on P threads.
+        const double pull = inputs_time(i, consumer_ns + v.self_ns);
+        const double y = v.self_ns / static_cast<double>(par_[i]);
+        return pull +
+               probability_empty(consumer_ns + pull, y, static_cast<double>(2 * par_[i])) * y;
+      }
+      case StageKind::interleave: {
+        if (par_[i] <= 1 && !v.node->parallelism.tunable)
+          return v.self_ns + inputs_time(i, consumer_ns);
+        const double y = (v.self_ns + inputs_time(i, 0)) / static_cast<double>(par_[i]);
+        return probability_empty(consumer_ns, y, static_cast<double>(2 * par_[i])) * y;
+      }
+      case StageKind::sync:
+      default: return v.self_ns + inputs_time(i, consumer_ns + v.self_ns);
+    }
+  }
+
+  std::vector<NodeView> views_;
+  double consumer_ns_;
+  std::vector<std::int64_t> par_, buf_;
+};
+
+/// Runs the Optimizer periodically on a model and applies its decisions.
+class Autotuner {
+ public:
+  Autotuner(std::shared_ptr<Model> model, std::int64_t cpu_budget)
+      : model_(std::move(model)), cpu_budget_(cpu_budget) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  Autotuner(const Autotuner&) = delete;
+  Autotuner& operator=(const Autotuner&) = delete;
+  ~Autotuner() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  /// Runs one tuning now (for tests); returns the modelled output time (ns).
+  double tune_once() { return tune(); }
+
+ private:
+  void loop() {
+    trace_initial_values();
+    auto period = std::chrono::milliseconds(20);
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+      lock.unlock();
+      tune();
+      lock.lock();
+      period = std::min(period * 2, std::chrono::milliseconds(1000));
+    }
+  }
+
+  // Records every tunable knob's starting value in the trace.
+  void trace_initial_values() {
+    if (!model_->tracing()) return;
+    const std::int64_t now = now_ns();
+    model_->for_each([&](StageNode& n) {
+      if (n.parallelism.tunable) trace_knob(n, "parallelism", n.parallelism.get(), now);
+      if (n.buffer.tunable) trace_knob(n, "buffer", n.buffer.get(), now);
+    });
+  }
+
+  void trace_knob(StageNode& n, const char* what, std::int64_t value, std::int64_t now) {
+    model_->trace({n.name() + " " + what, 'C', now, 0, thread_number(),
+                   "\"" + std::string(what) + "\": " + std::to_string(value)});
+  }
+
+  double tune() {
+    Baseline next_baseline;
+    std::vector<NodeView> views =
+        snapshot(*model_, baseline_.empty() ? nullptr : &baseline_, &next_baseline);
+    baseline_ = std::move(next_baseline);
+    if (views.empty()) return 0;
+    const double consumer_ns = model_->consumer_ns_per_element();
+    Optimizer optimizer(std::move(views), consumer_ns);
+    Optimizer::Budget budget;
+    const std::int64_t cpu = model_->cpu_budget.load(std::memory_order_relaxed);
+    budget.cpu = cpu > 0 ? cpu : cpu_budget_;
+    std::int64_t ram = model_->ram_budget_bytes.load(std::memory_order_relaxed);
+    if (ram <= 0) {
+      if (default_ram_ <= 0) default_ram_ = default_ram_budget();
+      ram = default_ram_;
+    }
+    budget.ram_bytes = static_cast<double>(ram);
+    optimizer.optimize(budget);
+    if (log_) log_decisions(optimizer, consumer_ns, budget);
+    const std::int64_t now = now_ns();
+    for (std::size_t i = 0; i < optimizer.views().size(); ++i) {
+      StageNode& n = *optimizer.views()[i].node;
+      apply(n, n.parallelism, optimizer.parallelism(i), "parallelism", now);
+      apply(n, n.buffer, optimizer.buffer(i), "buffer", now);
+    }
+    return optimizer.output_time();
+  }
+
+  void log_decisions(const Optimizer& o, double consumer_ns, const Optimizer::Budget& budget) {
+    std::string line = "autotune: consumer " +
+                       std::to_string(static_cast<std::int64_t>(consumer_ns)) + " ns/elem, cpu " +
+                       std::to_string(budget.cpu) + ", modelled " +
+                       std::to_string(static_cast<std::int64_t>(o.output_time())) + " ns/elem;";
+    for (std::size_t i = 0; i < o.views().size(); ++i) {
+      const NodeView& v = o.views()[i];
+      if (!v.node->parallelism.tunable && !v.node->buffer.tunable) continue;
+      line += " " + v.node->name() + " (self " +
+              std::to_string(static_cast<std::int64_t>(v.self_ns)) + " ns, " +
+              std::to_string(v.elements) + " elems)";
+      if (v.node->parallelism.tunable) line += " parallelism " + std::to_string(o.parallelism(i));
+      if (v.node->buffer.tunable) line += " buffer " + std::to_string(o.buffer(i));
+      line += ";";
+    }
+    log_line(line);
+  }
+
+  void apply(StageNode& n, Knob& knob, std::int64_t value, const char* what, std::int64_t now) {
+    if (!knob.tunable || knob.get() == value) return;
+    knob.value.store(value, std::memory_order_relaxed);
+    if (model_->tracing()) trace_knob(n, what, value, now);
+  }
+
+  std::shared_ptr<Model> model_;
+  std::int64_t cpu_budget_;
+  std::int64_t default_ram_ = 0;
+  bool log_ = std::getenv("INGEST_AUTOTUNE_LOG") != nullptr;  // log every decision
+  Baseline baseline_;  // counters at the previous tuning: costs come from the window since
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ingest::detail

@@ -1,0 +1,212 @@
+// The control plane: one small non-template node per stage of a running
+// pipeline, holding its knobs (as atomics the stage reads) and its
+// measurements (atomics the stage adds to in batches, never per element).
+// tf.data counterpart: model::Node. The autotuner, stats() and the trace see
+// only these nodes, never a template. Iterators of the same stage (the
+// datasets an interleave opens one after another, say) share one node.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ingest/runtime/chunking.hpp"
+
+namespace ingest::detail {
+
+/// What a stage is, for the performance model.
+enum class StageKind : std::uint8_t {
+  sync,           ///< computes on the consumer's thread (map, batch, filter, sources, ...)
+  parallel_map,   ///< map with a parallelism: f on the pool, inputs pulled by the consumer
+  map_and_batch,  ///< the fused form
+  prefetch,       ///< a producer thread and a buffer
+  interleave,     ///< opens inner datasets; parallel fetchers when parallelism > 1
+};
+
+/// A value the autotuner may change while the stage runs.
+struct Knob {
+  std::atomic<std::int64_t> value{0};
+  std::int64_t min = 1, max = 1;
+  bool tunable = false;  // the user passed ingest::autotune
+
+  std::int64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
+};
+
+/// Sets up a knob from a stage's option: a fixed value, or ingest::autotune
+/// (-1) for a tunable one in [min, max] starting at `initial`. Iterators of
+/// the same stage share the node; the first one sets the value.
+inline void configure_knob(Knob& k, std::int64_t requested, std::int64_t min, std::int64_t max,
+                           std::int64_t initial) noexcept {
+  k.tunable = requested < 0;
+  k.min = min;
+  k.max = std::max(min, max);
+  std::int64_t unset = 0;
+  k.value.compare_exchange_strong(unset, k.tunable ? std::clamp(initial, k.min, k.max) : requested,
+                                  std::memory_order_relaxed);
+}
+
+class StageNode {
+ public:
+  StageNode(std::string name, StageNode* parent, int depth)
+      : name_(std::move(name)), parent_(parent), depth_(depth) {}
+
+  const std::string& name() const noexcept { return name_; }
+  StageNode* parent() const noexcept { return parent_; }
+  int depth() const noexcept { return depth_; }
+
+  // ---- measurements (all relaxed atomics; readers take snapshots) ----
+
+  /// Elements this stage produced (seen by its consumer).
+  std::atomic<std::int64_t> elements{0};
+  /// Sampled calls of next()/fill(): their inclusive time and the elements they produced.
+  std::atomic<std::int64_t> sampled_ns{0}, sampled_elements{0};
+  /// Sampled element sizes.
+  std::atomic<std::int64_t> sampled_bytes{0}, bytes_samples{0};
+  /// Async stages: time spent on the stage's own work by its workers, and the
+  /// elements it covered (e.g. the calls of a parallel map's function).
+  std::atomic<std::int64_t> work_ns{0}, work_elements{0};
+  /// Buffered stages: how long consumers waited for an element, elements
+  /// buffered now and at most.
+  std::atomic<std::int64_t> wait_ns{0};
+  std::atomic<std::int64_t> buffered{0}, buffered_peak{0};
+
+  void set_buffered(std::int64_t n) noexcept {
+    buffered.store(n, std::memory_order_relaxed);
+    std::int64_t peak = buffered_peak.load(std::memory_order_relaxed);
+    while (n > peak && !buffered_peak.compare_exchange_weak(peak, n, std::memory_order_relaxed)) {
+    }
+  }
+
+  // ---- knobs and kind (set once by the stage's first iterator) ----
+
+  StageKind kind = StageKind::sync;
+  Knob parallelism;
+  Knob buffer;
+  /// This stage or one before it batches (tracing records every call then).
+  std::atomic<bool> batched{false};
+
+  /// Average bytes of an element, from samples (0 if none yet).
+  double bytes_per_element() const noexcept {
+    const auto n = bytes_samples.load(std::memory_order_relaxed);
+    return n ? static_cast<double>(sampled_bytes.load(std::memory_order_relaxed)) /
+                   static_cast<double>(n)
+             : 0.0;
+  }
+
+ private:
+  friend class Model;
+  std::string name_;
+  StageNode* parent_;
+  int depth_;
+  std::vector<StageNode*> inputs_;  // guarded by the model's mutex
+};
+
+/// A trace event (Chrome trace-event format).
+struct TraceEvent {
+  std::string name;
+  char phase;            // 'X' span, 'C' counter
+  std::int64_t ts_ns;    // start
+  std::int64_t dur_ns;   // spans
+  std::uint64_t thread;  // a small id per thread
+  std::string args;      // JSON object body for counters, e.g. "\"map\": 4"
+};
+
+/// The nodes of one running pipeline, plus its pipeline-wide settings.
+class Model {
+ public:
+  Model() : start_ns_(now_ns()) {}
+
+  /// The node of stage `name` under `parent` (null: the root); iterators of
+  /// the same stage share it. Thread-safe.
+  StageNode* node(StageNode* parent, std::string_view name) {
+    std::lock_guard lock(mu_);
+    const auto& siblings = parent ? parent->inputs_ : roots_;
+    for (StageNode* n : siblings) {
+      if (n->name() == name) return n;
+    }
+    nodes_.push_back(
+        std::make_unique<StageNode>(std::string(name), parent, parent ? parent->depth() + 1 : 0));
+    StageNode* n = nodes_.back().get();
+    (parent ? parent->inputs_ : roots_).push_back(n);
+    return n;
+  }
+
+  /// Nodes in depth-first order (the root first), with a lock held around `f`.
+  template <class F>
+  void for_each(F&& f) const {
+    std::lock_guard lock(mu_);
+    for (StageNode* r : roots_) visit(r, f);
+  }
+
+  /// A node's inputs (copy, taken under the lock).
+  std::vector<StageNode*> inputs(const StageNode* n) const {
+    std::lock_guard lock(mu_);
+    return n->inputs_;
+  }
+
+  std::int64_t start_ns() const noexcept { return start_ns_; }
+
+  /// The final consumer's own time between calls of next(), sampled by
+  /// PipelineIterator (what the training step costs per element).
+  void record_consumer(std::int64_t ns, std::int64_t elements) noexcept {
+    consumer_ns_.fetch_add(ns, std::memory_order_relaxed);
+    consumer_elements_.fetch_add(elements, std::memory_order_relaxed);
+  }
+  double consumer_ns_per_element() const noexcept {
+    const auto n = consumer_elements_.load(std::memory_order_relaxed);
+    return n ? static_cast<double>(consumer_ns_.load(std::memory_order_relaxed)) /
+                   static_cast<double>(n)
+             : 0;
+  }
+
+  // ---- pipeline settings (from with_options, set while iterators are created) ----
+  std::atomic<bool> autotune{true};
+  std::atomic<std::int64_t> ram_budget_bytes{0};  // 0: the default fraction of available memory
+  std::atomic<std::int64_t> cpu_budget{0};        // 0: the runtime's threads
+
+  std::string trace_path;  // written when the pipeline iterator is destroyed
+
+  // ---- tracing ----
+  bool tracing() const noexcept { return tracing_.load(std::memory_order_relaxed); }
+  void enable_trace() noexcept { tracing_.store(true, std::memory_order_relaxed); }
+  void trace(TraceEvent e) {
+    std::lock_guard lock(trace_mu_);
+    if (events_.size() < max_trace_events) events_.push_back(std::move(e));
+  }
+  std::vector<TraceEvent> trace_events() const {
+    std::lock_guard lock(trace_mu_);
+    return events_;
+  }
+  static constexpr std::size_t max_trace_events = 2'000'000;
+
+ private:
+  template <class F>
+  static void visit(StageNode* n, F& f) {
+    f(*n);
+    for (StageNode* c : n->inputs_) visit(c, f);
+  }
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<StageNode>> nodes_;
+  std::vector<StageNode*> roots_;
+  std::int64_t start_ns_;
+  std::atomic<std::int64_t> consumer_ns_{0}, consumer_elements_{0};
+  std::atomic<bool> tracing_{false};
+  mutable std::mutex trace_mu_;
+  std::vector<TraceEvent> events_;
+};
+
+/// A small stable id for the calling thread (trace "tid").
+inline std::uint64_t thread_number() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+}  // namespace ingest::detail

@@ -1,0 +1,213 @@
+// Measurement at every stage boundary, in one place: each stage gets its
+// input's iterator through child_iterator(), which registers the input's
+// node in the pipeline's model and wraps the iterator in a Probe. The probe
+// counts elements in plain members and times one call in `period` (two
+// clock reads per 64 calls), publishing to the node's atomics at the same
+// rate, so there is no lock and no atomic per element. Tracing raises the
+// rate to every call for stages at or above a batch. Without a model (a
+// pipeline iterated with measurement off) a probe is a pass-through.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/context.hpp"
+#include "ingest/core/iterator.hpp"
+#include "ingest/core/tensor.hpp"
+#include "ingest/runtime/chunking.hpp"
+#include "ingest/runtime/model.hpp"
+
+namespace ingest::detail {
+
+/// Bytes an element occupies (payload, not bookkeeping), for memory budgets.
+template <class T>
+std::size_t element_bytes(const T& v) {
+  if constexpr (std::is_same_v<T, Tensor>) {
+    return v.nbytes();
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return sizeof(T);
+  } else if constexpr (requires {
+                         v.size();
+                         v.data();
+                         typename T::value_type;
+                       }) {
+    using E = typename T::value_type;
+    if constexpr (std::is_trivially_copyable_v<E>) {
+      return v.size() * sizeof(E);
+    } else {
+      std::size_t n = 0;
+      for (const auto& e : v) n += element_bytes(e);
+      return n;
+    }
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    return std::apply([](const auto&... f) { return (std::size_t{0} + ... + element_bytes(f)); },
+                      v);
+  } else {
+    return sizeof(T);
+  }
+}
+
+/// The stage name of dataset D (its `stage_name`, or "dataset").
+template <class D>
+constexpr std::string_view stage_name_of() {
+  if constexpr (requires { D::stage_name; }) {
+    return D::stage_name;
+  } else {
+    return "dataset";
+  }
+}
+
+inline bool is_batching_stage(std::string_view name) {
+  return name == "batch" || name == "padded_batch" || name == "map_and_batch";
+}
+
+template <iterator It>
+class Probe {
+ public:
+  using value_type = typename It::value_type;
+
+  Probe(It it, StageNode* node, Model* model) : it_(std::move(it)), node_(node), model_(model) {
+    if (node_ && model_->tracing() && node_->batched.load(std::memory_order_relaxed)) period_ = 1;
+    countdown_ = 1;  // measure the first call: it sets the sampling period
+  }
+  Probe(Probe&& o) noexcept
+      : it_(std::move(o.it_)),
+        node_(std::exchange(o.node_, nullptr)),
+        model_(o.model_),
+        period_(o.period_),
+        countdown_(o.countdown_),
+        elements_(std::exchange(o.elements_, 0)) {}
+  Probe& operator=(Probe&&) = delete;
+  ~Probe() { publish(); }
+
+  // Always inlined: a probe sits at every stage boundary, and GCC returns a
+  // std::optional from a call that is not inlined through the stack, storing
+  // the engaged flag as a byte and reloading it as a word (a store-forwarding
+  // stall of ~10 ns per call).
+  [[gnu::always_inline]] std::optional<value_type> next() {
+    if (node_ == nullptr) return it_.next();
+    if (--countdown_ != 0) [[likely]] {
+      std::optional<value_type> x = it_.next();
+      if (x) [[likely]] {
+        ++elements_;
+      } else {
+        publish();  // the end: make the final counts visible
+      }
+      return x;
+    }
+    return sampled_next();
+  }
+
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<It> {
+    if (node_ == nullptr) return it_.fill(out);
+    if (--countdown_ != 0) [[likely]] {
+      const std::size_t n = it_.fill(out);
+      elements_ += static_cast<std::int64_t>(n);
+      return n;
+    }
+    const std::int64_t start = ticks();
+    const std::size_t n = it_.fill(out);
+    record(start, n, n ? element_bytes(out[0]) : 0);
+    return n;
+  }
+
+  template <class U, class F>
+  std::size_t fill_map(std::span<U> out, F& f,
+                       std::exception_ptr& error) requires map_fusing_iterator<It, F, U> {
+    if (node_ == nullptr) return it_.fill_map(out, f, error);
+    const std::size_t n = it_.fill_map(out, f, error);
+    elements_ += static_cast<std::int64_t>(n + (error ? 1 : 0));
+    return n;
+  }
+
+  It& inner() noexcept { return it_; }
+
+ private:
+  [[gnu::noinline]] std::optional<value_type> sampled_next() {
+    const std::int64_t start = ticks();
+    std::optional<value_type> x;
+    try {
+      x = it_.next();
+    } catch (...) {
+      record(start, 0, 0);
+      throw;
+    }
+    record(start, x ? 1 : 0, x ? element_bytes(*x) : 0);
+    return x;
+  }
+
+  // `start` is in ticks().
+  void record(std::int64_t start, std::size_t produced, std::size_t bytes) {
+    const std::int64_t took =
+        static_cast<std::int64_t>(static_cast<double>(ticks() - start) * ns_per_tick());
+    // Slow calls are measured more often (the clock is noise next to them),
+    // so slow stages (batches, async waits) publish promptly.
+    if (period_ > 1) period_ = took > 20'000 ? 2 : took > 2'000 ? 8 : 64;
+    countdown_ = period_;
+    elements_ += static_cast<std::int64_t>(produced);
+    node_->sampled_ns.fetch_add(took, std::memory_order_relaxed);
+    node_->sampled_elements.fetch_add(static_cast<std::int64_t>(produced),
+                                      std::memory_order_relaxed);
+    if (produced) {
+      node_->sampled_bytes.fetch_add(static_cast<std::int64_t>(bytes / produced),
+                                     std::memory_order_relaxed);
+      node_->bytes_samples.fetch_add(1, std::memory_order_relaxed);
+    }
+    publish();
+    if (model_->tracing() && produced) {
+      const std::int64_t end = now_ns();
+      model_->trace({node_->name(), 'X', end - took, took, thread_number(), {}});
+    }
+  }
+
+  void publish() noexcept {
+    if (node_ && elements_) {
+      node_->elements.fetch_add(elements_, std::memory_order_relaxed);
+      elements_ = 0;
+    }
+  }
+
+  It it_;
+  StageNode* node_;
+  Model* model_;
+  std::int64_t period_ = 64;
+  std::int64_t countdown_ = 64;
+  std::int64_t elements_ = 0;  // produced since the last publish
+};
+
+/// The iterator of `input` for the stage whose context is `ctx`: registers
+/// the input's node under the stage's node and wraps it in a Probe. A
+/// `suffix` keeps inputs of different roles apart (the datasets an
+/// interleave opens, apart from its input).
+template <class D>
+Probe<iterator_t<D>> child_iterator(const D& input, const IteratorContext& ctx,
+                                    std::string_view suffix = {}) {
+  if (!ctx.model) return Probe<iterator_t<D>>(input.make_iterator(ctx), nullptr, nullptr);
+  StageNode* node =
+      ctx.model->node(ctx.node, std::string(stage_name_of<D>()) + std::string(suffix));
+  IteratorContext inner = ctx;
+  inner.node = node;
+  auto it = input.make_iterator(inner);
+  // A stage is "batched" if it or a stage before it batches (tracing records
+  // every call from there on: batches are few).
+  bool batched = is_batching_stage(node->name());
+  for (StageNode* in : ctx.model->inputs(node))
+    batched |= in->batched.load(std::memory_order_relaxed);
+  node->batched.store(batched, std::memory_order_relaxed);
+  return Probe<iterator_t<D>>(std::move(it), node, ctx.model.get());
+}
+
+/// The type child_iterator returns for dataset D.
+template <class D>
+using child_iterator_t = Probe<iterator_t<D>>;
+
+}  // namespace ingest::detail

@@ -1,0 +1,231 @@
+// What a running pipeline spends its time on: a snapshot of the model with
+// each stage's costs derived from its measurements, shared by the
+// autotuner and by PipelineIterator::stats(). A stage's self time is its
+// measured time per element minus the time of its inputs (those it pulls
+// on the same thread), scaled by how many input elements make one of its
+// own; for async stages it is the time their workers spend on the stage's
+// own work (a parallel map's function, say).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ingest/runtime/chunking.hpp"
+#include "ingest/runtime/model.hpp"
+
+namespace ingest {
+
+/// One row of PipelineStats.
+struct StageStats {
+  std::string name;                ///< the stage ("map", "prefetch", ...)
+  int depth = 0;                   ///< 0 for the last stage, +1 per input level
+  std::int64_t elements = 0;       ///< elements produced
+  double megabytes = 0;            ///< payload produced (sampled element sizes x elements)
+  double self_us_per_element = 0;  ///< this stage's own time per element it produced
+  std::int64_t parallelism = 0;    ///< current parallelism (0: not a parallel stage)
+  std::int64_t buffer = 0;         ///< current buffer size in elements (0: unbuffered)
+  std::int64_t buffered = 0;       ///< elements buffered now
+  double consumer_wait_percent =
+      0;                    ///< share of the time its consumer waited for it (async stages)
+  bool autotuned = false;   ///< a knob of this stage is tuned by the autotuner
+  bool bottleneck = false;  ///< the stage that limits throughput
+};
+
+/// Per-stage statistics of a running pipeline (PipelineIterator::stats()).
+struct PipelineStats {
+  std::vector<StageStats> stages;  ///< the last stage first, inputs after their consumer
+  double seconds = 0;              ///< since the iterator was created
+
+  /// The stages as an aligned text table, the bottleneck marked with '*'.
+  std::string to_string() const {
+    std::string out;
+    char line[256];
+    std::snprintf(line, sizeof line, "%-28s %12s %10s %12s %6s %7s %7s\n", "stage", "elements",
+                  "MB", "self us/elem", "par", "buffer", "wait%");
+    out += line;
+    for (const StageStats& s : stages) {
+      const std::string name = std::string(static_cast<std::size_t>(2 * s.depth), ' ') + s.name +
+                               (s.autotuned ? " (auto)" : "") + (s.bottleneck ? " *" : "");
+      std::snprintf(
+          line, sizeof line, "%-28s %12lld %10.2f %12.3f %6s %7s %7s\n", name.c_str(),
+          static_cast<long long>(s.elements), s.megabytes, s.self_us_per_element,
+          s.parallelism ? std::to_string(s.parallelism).c_str() : "-",
+          s.buffer ? std::to_string(s.buffer).c_str() : "-",
+          s.buffer || s.parallelism ? format_percent(s.consumer_wait_percent).c_str() : "-");
+      out += line;
+    }
+    std::snprintf(line, sizeof line, "(%.2f s; * = bottleneck)\n", seconds);
+    out += line;
+    return out;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const PipelineStats& s) {
+    return os << s.to_string();
+  }
+
+ private:
+  static std::string format_percent(double p) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%.1f", p);
+    return b;
+  }
+};
+
+namespace detail {
+
+/// A node's measurements at one moment, with derived costs.
+struct NodeView {
+  StageNode* node = nullptr;
+  std::vector<std::size_t> inputs;  // indexes into the snapshot
+  std::int64_t elements = 0;
+  double inclusive_ns = 0;  // time per element seen by the consumer (sampled)
+  double self_ns = 0;       // own time per produced element
+  double wait_ns = 0;       // async: consumer's time per element spent waiting
+  double bytes = 0;         // per element
+  std::int64_t wait_total_ns = 0;
+  std::int64_t work_ns = 0;
+};
+
+inline bool is_async(StageKind k) noexcept {
+  return k == StageKind::parallel_map || k == StageKind::map_and_batch ||
+         k == StageKind::prefetch || k == StageKind::interleave;
+}
+
+/// A node's raw counters at one moment.
+struct Counters {
+  std::int64_t elements = 0, sampled_ns = 0, sampled_elements = 0, work_ns = 0, wait_ns = 0;
+  static Counters read(const StageNode& n) noexcept {
+    return {n.elements.load(std::memory_order_relaxed),
+            n.sampled_ns.load(std::memory_order_relaxed),
+            n.sampled_elements.load(std::memory_order_relaxed),
+            n.work_ns.load(std::memory_order_relaxed), n.wait_ns.load(std::memory_order_relaxed)};
+  }
+};
+
+/// Counters per node, to measure a window between two snapshots.
+using Baseline = std::vector<std::pair<const StageNode*, Counters>>;
+
+/// Takes a snapshot of the model and derives every node's costs. With a
+/// baseline, costs come from the measurements made since it (a node with
+/// too few new samples keeps its overall averages); `out_baseline` receives
+/// the counters read now.
+inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since = nullptr,
+                                      Baseline* out_baseline = nullptr) {
+  std::vector<NodeView> views;
+  std::vector<StageNode*> order;
+  model.for_each([&](StageNode& n) { order.push_back(&n); });
+  views.resize(order.size());
+  if (out_baseline) out_baseline->clear();
+  // Window counts: elements may come from the window while per-element costs
+  // do too; ratios between nodes use the same choice for all nodes.
+  bool windowed = since != nullptr;
+  std::vector<Counters> now(order.size()), base(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    now[i] = Counters::read(*order[i]);
+    if (out_baseline) out_baseline->emplace_back(order[i], now[i]);
+    if (since) {
+      const auto it = std::find_if(since->begin(), since->end(),
+                                   [&](const auto& p) { return p.first == order[i]; });
+      if (it != since->end()) base[i] = it->second;
+      if (now[i].sampled_elements - base[i].sampled_elements < 8 && now[i].elements > 0)
+        windowed = false;
+    }
+  }
+  if (!windowed) base.assign(order.size(), Counters{});
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    StageNode& n = *order[i];
+    NodeView& v = views[i];
+    const Counters c{now[i].elements - base[i].elements, now[i].sampled_ns - base[i].sampled_ns,
+                     now[i].sampled_elements - base[i].sampled_elements,
+                     now[i].work_ns - base[i].work_ns, now[i].wait_ns - base[i].wait_ns};
+    v.node = &n;
+    v.elements = c.elements;
+    v.inclusive_ns = c.sampled_elements ? static_cast<double>(c.sampled_ns) /
+                                              static_cast<double>(c.sampled_elements)
+                                        : 0;
+    v.bytes = n.bytes_per_element();
+    v.wait_total_ns = c.wait_ns;
+    v.work_ns = c.work_ns;
+    for (StageNode* in : model.inputs(&n)) {
+      const auto it = std::find(order.begin(), order.end(), in);
+      if (it != order.end()) v.inputs.push_back(static_cast<std::size_t>(it - order.begin()));
+    }
+  }
+  for (NodeView& v : views) {
+    const StageKind kind = v.node->kind;
+    // The inputs pulled on this stage's calling thread, per produced element.
+    double inputs_ns = 0;
+    if (kind == StageKind::sync || kind == StageKind::parallel_map ||
+        kind == StageKind::map_and_batch) {
+      for (std::size_t i : v.inputs) {
+        const NodeView& in = views[i];
+        const double ratio =
+            v.elements ? static_cast<double>(in.elements) / static_cast<double>(v.elements) : 0;
+        inputs_ns += in.inclusive_ns * ratio;
+      }
+    }
+    if (is_async(kind)) {
+      v.self_ns = v.elements ? static_cast<double>(v.work_ns) / static_cast<double>(v.elements) : 0;
+      v.wait_ns = std::max(0.0, v.inclusive_ns - inputs_ns);
+    } else {
+      v.self_ns = std::max(0.0, v.inclusive_ns - inputs_ns);
+    }
+  }
+  return views;
+}
+
+inline bool hidden_stage(const std::string& name) {
+  return name == "with_options" || name == "erase";
+}
+
+/// Builds PipelineStats from a model (see PipelineIterator::stats()).
+inline PipelineStats make_stats(const Model& model) {
+  PipelineStats stats;
+  const double elapsed_ns = static_cast<double>(now_ns() - model.start_ns());
+  stats.seconds = elapsed_ns / 1e9;
+  const std::vector<NodeView> views = snapshot(model);
+  if (views.empty()) return stats;
+  const double root_elements = static_cast<double>(std::max<std::int64_t>(views[0].elements, 1));
+  double worst = -1;
+  std::size_t worst_row = 0;
+  for (const NodeView& v : views) {
+    const StageNode& n = *v.node;
+    if (hidden_stage(n.name())) continue;
+    StageStats s;
+    s.name = n.name();
+    s.depth = n.depth();
+    s.elements = v.elements;
+    s.megabytes = v.bytes * static_cast<double>(v.elements) / 1e6;
+    s.self_us_per_element = v.self_ns / 1e3;
+    if (n.kind == StageKind::parallel_map || n.kind == StageKind::map_and_batch ||
+        (n.kind == StageKind::interleave && n.parallelism.get() > 1)) {
+      s.parallelism = n.parallelism.get();
+    }
+    if (n.kind == StageKind::prefetch) s.buffer = n.buffer.get();
+    s.buffered = n.buffered.load(std::memory_order_relaxed);
+    s.consumer_wait_percent =
+        elapsed_ns > 0 ? 100.0 * static_cast<double>(v.wait_total_ns) / elapsed_ns : 0;
+    s.autotuned = n.parallelism.tunable || n.buffer.tunable;
+    // Demand on the pipeline per final element: own time x elements per final
+    // element, shared among the stage's parallel calls.
+    const double demand = v.self_ns * static_cast<double>(v.elements) / root_elements /
+                          static_cast<double>(std::max<std::int64_t>(s.parallelism, 1));
+    if (demand > worst) {
+      worst = demand;
+      worst_row = stats.stages.size();
+    }
+    stats.stages.push_back(std::move(s));
+  }
+  if (!stats.stages.empty()) stats.stages[worst_row].bottleneck = true;
+  // Depths relative to the first visible stage.
+  const int base = stats.stages.empty() ? 0 : stats.stages.front().depth;
+  for (auto& s : stats.stages) s.depth = std::max(0, s.depth - base);
+  return stats;
+}
+
+}  // namespace detail
+}  // namespace ingest

@@ -1,0 +1,188 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::detail;
+using namespace ingest::testing;
+
+namespace {
+// A synthetic pipeline: nodes with given kinds, costs and knobs.
+struct Synthetic {
+  std::vector<std::unique_ptr<StageNode>> nodes;
+  std::vector<NodeView> views;
+
+  // Adds a node; `inputs` are indexes of earlier-added nodes it pulls from.
+  std::size_t add(const char* name, StageKind kind, double self_ns, std::int64_t elements,
+                  std::vector<std::size_t> inputs = {}, double bytes = 8) {
+    nodes.push_back(std::make_unique<StageNode>(name, nullptr, 0));
+    nodes.back()->kind = kind;
+    NodeView v;
+    v.node = nodes.back().get();
+    v.self_ns = self_ns;
+    v.elements = elements;
+    v.inputs = std::move(inputs);
+    v.bytes = bytes;
+    views.push_back(v);
+    return views.size() - 1;
+  }
+  StageNode& node(std::size_t i) { return *nodes[i]; }
+};
+
+Optimizer::Budget budget(std::int64_t cpu, double ram = 1e12) {
+  Optimizer::Budget b;
+  b.cpu = cpu;
+  b.ram_bytes = ram;
+  return b;
+}
+}  // namespace
+
+TEST_CASE("the queue model behaves at its limits", "[runtime][autotuner]") {
+  CHECK(probability_empty(0, 100, 4) == 1);  // an infinitely fast consumer always waits
+  CHECK(probability_empty(100, 0, 4) == 0);  // an infinitely fast producer never lets it
+  CHECK(probability_empty(100, 100, 4) == Approx(1.0 / 5));
+  CHECK(probability_empty(1000, 10, 4) < 1e-6);  // a slow consumer rarely waits
+  CHECK(probability_empty(50, 100, 1) > probability_empty(50, 100, 8));  // buffers help
+}
+
+TEST_CASE("a slow stage gets the parallelism", "[runtime][autotuner]") {
+  Synthetic p;
+  // root <- slow parallel map (100 us) <- source; and a fast parallel map.
+  const auto src = p.add("range", StageKind::sync, 100, 1000);
+  const auto slow = p.add("slow map", StageKind::parallel_map, 100'000, 1000, {src});
+  const auto fast = p.add("fast map", StageKind::parallel_map, 1'000, 1000, {slow});
+  const auto root = p.add("batch", StageKind::sync, 50, 1000, {fast});
+  std::swap(p.views[root], p.views[0]);  // the root first, as in a snapshot
+  for (auto& v : p.views) {
+    for (auto& in : v.inputs) in = in == root ? 0 : in == 0 ? root : in;
+  }
+  for (auto i : {slow, fast}) configure_knob(p.node(i).parallelism, autotune, 1, 16, 1);
+  Optimizer o(p.views, 0);
+  o.optimize(budget(8));
+  std::int64_t slow_p = 0, fast_p = 0;
+  for (std::size_t i = 0; i < p.views.size(); ++i) {
+    if (p.views[i].node->name() == "slow map") slow_p = o.parallelism(i);
+    if (p.views[i].node->name() == "fast map") fast_p = o.parallelism(i);
+  }
+  CHECK(slow_p >= 6);
+  CHECK(fast_p <= 2);
+  CHECK(slow_p + fast_p <= 8);  // the CPU budget
+}
+
+TEST_CASE("the CPU budget caps the parallelism", "[runtime][autotuner]") {
+  Synthetic p;
+  const auto root = p.add("map", StageKind::parallel_map, 50'000, 1000);
+  const auto src = p.add("range", StageKind::sync, 10, 1000);
+  p.views[root].inputs = {src};
+  configure_knob(p.node(root).parallelism, autotune, 1, 64, 1);
+  for (std::int64_t cpu : {1, 2, 5}) {
+    Optimizer o(p.views, 0);
+    o.optimize(budget(cpu));
+    CHECK(o.parallelism(root) == cpu);
+  }
+}
+
+TEST_CASE("a cost change moves the parallelism", "[runtime][autotuner]") {
+  Synthetic p;
+  const auto a = p.add("a", StageKind::parallel_map, 80'000, 1000);
+  const auto b = p.add("b", StageKind::parallel_map, 1'000, 1000);
+  const auto src = p.add("range", StageKind::sync, 10, 1000);
+  p.views[a].inputs = {b};
+  p.views[b].inputs = {src};
+  configure_knob(p.node(a).parallelism, autotune, 1, 8, 1);
+  configure_knob(p.node(b).parallelism, autotune, 1, 8, 1);
+  Optimizer first(p.views, 0);
+  first.optimize(budget(6));
+  CHECK(first.parallelism(a) > first.parallelism(b));
+  // Now b is the slow one.
+  p.views[a].self_ns = 1'000;
+  p.views[b].self_ns = 80'000;
+  Optimizer second(p.views, 0);
+  second.optimize(budget(6));
+  CHECK(second.parallelism(b) > second.parallelism(a));
+}
+
+TEST_CASE("a prefetch buffer grows only while it pays and fits the RAM budget",
+          "[runtime][autotuner]") {
+  Synthetic p;
+  const auto pf = p.add("prefetch", StageKind::prefetch, 0, 1000, {}, 8e6);  // 8 MB elements
+  const auto src = p.add("decode", StageKind::sync, 10'000, 1000, {}, 8e6);
+  p.views[pf].inputs = {src};
+  configure_knob(p.node(pf).buffer, autotune, 1, 64, 1);
+  // A consumer as slow as the producer: buffering hides the variance.
+  Optimizer roomy(p.views, 10'000);
+  roomy.optimize(budget(2, 1e12));
+  CHECK(roomy.buffer(pf) > 4);
+  Optimizer tight(p.views, 10'000);
+  tight.optimize(budget(2, 40e6));  // room for 5 elements
+  CHECK(tight.buffer(pf) <= 5);
+  CHECK(tight.buffered_bytes() <= 40e6);
+  // A consumer much slower than the producer needs no buffer.
+  Optimizer slow_consumer(p.views, 1'000'000);
+  slow_consumer.optimize(budget(2, 1e12));
+  CHECK(slow_consumer.buffer(pf) <= 2);
+}
+
+TEST_CASE("fixed knobs are left alone", "[runtime][autotuner]") {
+  Synthetic p;
+  const auto m = p.add("map", StageKind::parallel_map, 50'000, 1000);
+  configure_knob(p.node(m).parallelism, 3, 1, 8, 3);
+  Optimizer o(p.views, 0);
+  o.optimize(budget(8));
+  CHECK(o.parallelism(m) == 3);
+}
+
+TEST_CASE("an autotuned pipeline gives a slow map the threads",
+          "[runtime][autotuner][concurrency]") {
+  auto slow = [](std::int64_t x) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return x;
+  };
+  auto ds = range(3000)
+                .map(slow, {.parallelism = autotune})
+                .batch(10)
+                .prefetch(autotune)
+                .with_options({.threads = 2});
+  auto it = ds.iterator();
+  std::int64_t n = 0;
+  while (auto b = it.next()) n += b->num_elements();
+  CHECK(n == 3000);
+  const PipelineStats s = it.stats();
+  const auto mb = std::find_if(s.stages.begin(), s.stages.end(),
+                               [](auto& r) { return r.name == "map_and_batch"; });
+  REQUIRE(mb != s.stages.end());
+  CHECK(mb->autotuned);
+  CHECK(mb->parallelism == 2);  // the function is the bottleneck: all of the CPU budget
+  CHECK(mb->bottleneck);
+}
+
+TEST_CASE("an autotuned buffer never holds more than the RAM budget",
+          "[runtime][autotuner][concurrency]") {
+  // 4 MB elements, a 24 MB budget, a consumer slower than the producer.
+  constexpr std::int64_t mb4 = 1 << 22;
+  auto big = range(200).map([](std::int64_t x) {
+    Tensor t(DType::uint8, Shape{mb4});
+    t.data<std::uint8_t>()[0] = static_cast<std::uint8_t>(x);
+    return t;
+  });
+  auto ds = big.prefetch(autotune).with_options({.ram_budget_bytes = 24u << 20});
+  auto it = ds.iterator();
+  std::int64_t n = 0;
+  std::int64_t peak = 0;
+  while (auto t = it.next()) {
+    ++n;
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    for (const auto& r : it.stats().stages) {
+      if (r.name == "prefetch") peak = std::max(peak, r.buffered);
+    }
+  }
+  CHECK(n == 200);
+  CHECK(peak * mb4 <= (24 << 20));
+}

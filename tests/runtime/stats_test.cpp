@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+
+namespace {
+std::int64_t spin_us(std::int64_t x, int us) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  return x;
+}
+}  // namespace
+
+TEST_CASE("stats rows follow the pipeline and mark the bottleneck", "[runtime][stats]") {
+  auto ds = range(2000)
+                .map([](std::int64_t x) { return x + 1; })
+                .map([](std::int64_t x) { return spin_us(x, 50); })  // 50 us against nanoseconds
+                .batch(20);
+  auto it = ds.iterator();
+  while (it.next()) {
+  }
+  const PipelineStats s = it.stats();
+  REQUIRE(s.stages.size() == 4);
+  CHECK(s.stages[0].name == "batch");
+  CHECK(s.stages[0].depth == 0);
+  CHECK(s.stages[1].name == "map");
+  CHECK(s.stages[3].name == "range");
+  CHECK(s.stages[0].elements == 100);
+  CHECK(s.stages[1].elements == 2000);
+  // The spinning map (the outer one) is the bottleneck; its self time is far
+  // above the others'.
+  CHECK(s.stages[1].bottleneck);
+  CHECK(s.stages[1].self_us_per_element > 10 * s.stages[2].self_us_per_element);
+  CHECK(s.stages[0].megabytes == Approx(100 * 20 * 8 / 1e6).epsilon(0.01));
+  const std::string table = s.to_string();
+  CHECK(table.find("stage") == 0);
+  CHECK(table.find("map *") != std::string::npos);
+  CHECK(table.find("  range") != std::string::npos);  // indented by depth
+}
+
+TEST_CASE("stats of async stages show knobs and waiting", "[runtime][stats][concurrency]") {
+  auto ds = range(400)
+                .map([](std::int64_t x) { return spin_us(x, 100); }, {.parallelism = 2})
+                .prefetch(3)
+                .with_options({.threads = 2});
+  auto it = ds.iterator();
+  while (it.next()) {
+  }
+  const PipelineStats s = it.stats();
+  const auto find = [&](const std::string& name) {
+    for (const auto& r : s.stages) {
+      if (r.name == name) return r;
+    }
+    FAIL("no stage " << name);
+    return StageStats{};
+  };
+  CHECK(find("prefetch").buffer == 3);
+  CHECK(find("prefetch").consumer_wait_percent > 0);  // the consumer did nothing but wait
+  CHECK(find("parallel_map").parallelism == 2);
+  CHECK(find("parallel_map").self_us_per_element > 50);
+  CHECK_FALSE(find("parallel_map").autotuned);
+  // with_options is configuration, not a stage.
+  for (const auto& r : s.stages) CHECK(r.name != "with_options");
+}
+
+TEST_CASE("stats before any element and of an erased pipeline", "[runtime][stats]") {
+  AnyDataset<std::int64_t> erased = range(10).map([](std::int64_t x) { return x; });
+  auto it = erased.batch(5).iterator();
+  CHECK(it.stats().stages.size() >= 1);
+  while (it.next()) {
+  }
+  const PipelineStats s = it.stats();
+  CHECK(s.stages[0].name == "batch");
+  CHECK(s.stages[0].elements == 2);
+}
