@@ -152,10 +152,9 @@ class PipelineIterator {
       last_end_ = detail::ticks();
       return x;
     }
+    const std::int64_t elapsed = detail::ticks() - last_end_;
     model_->record_consumer(
-        static_cast<std::int64_t>(static_cast<double>(detail::ticks() - last_end_) *
-                                  detail::ns_per_tick()),
-        1);
+        static_cast<std::int64_t>(static_cast<double>(elapsed) * detail::ns_per_tick()), 1);
     countdown_ = 16;
     return it_.next();
   }

@@ -120,7 +120,9 @@ struct TraceEvent {
 /// The nodes of one running pipeline, plus its pipeline-wide settings.
 class Model {
  public:
-  Model() : start_ns_(now_ns()) {}
+  Model() : start_ns_(now_ns()) {
+    ns_per_tick();  // calibrates the tick clock once per process, off the hot path
+  }
 
   /// The node of stage `name` under `parent` (null: the root); iterators of
   /// the same stage share it. Thread-safe.

@@ -147,8 +147,8 @@ class Probe {
 
   // `start` is in ticks().
   void record(std::int64_t start, std::size_t produced, std::size_t bytes) {
-    const std::int64_t took =
-        static_cast<std::int64_t>(static_cast<double>(ticks() - start) * ns_per_tick());
+    const std::int64_t elapsed = ticks() - start;  // before ns_per_tick(), which may calibrate
+    const auto took = static_cast<std::int64_t>(static_cast<double>(elapsed) * ns_per_tick());
     // Slow calls are measured more often (the clock is noise next to them),
     // so slow stages (batches, async waits) publish promptly.
     if (period_ > 1) period_ = took > 20'000 ? 2 : took > 2'000 ? 8 : 64;
