@@ -55,7 +55,7 @@ TEST_CASE("ExampleBuilder reproduces random Examples", "[formats][example_builde
       if (f.kind == 0) b.add_bytes(name, f.bytes);
       if (f.kind == 1) {
         std::vector<float> v(f.floats.size());
-        std::memcpy(v.data(), f.floats.data(), v.size() * 4);
+        if (!v.empty()) std::memcpy(v.data(), f.floats.data(), v.size() * 4);
         b.add_floats(name, v);
       }
       if (f.kind == 2) b.add_int64s(name, f.ints);

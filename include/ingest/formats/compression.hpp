@@ -175,18 +175,30 @@ class Deflater {
 /// Decompressed bytes of a file through one reused window. Readers look at
 /// data()/available(), ask fill(n) for more and consume() what they used;
 /// read() copies into the caller's buffer (straight from the file when the
-/// request is large). Errors: IoError (open, read), DataLossError (corrupt
-/// compressed data), both naming the file.
+/// request is large). With `memory_map`, a plain regular file is mapped and
+/// the window is the whole file (no copy into a buffer; a file truncated in
+/// place by another process while mapped raises SIGBUS). Errors: IoError
+/// (open, read), DataLossError (corrupt compressed data), both naming the file.
 class InputStream {
  public:
   InputStream(std::string path, Compression compression,
-              std::size_t buffer_size = default_buffer_size, std::string_view stage = {})
+              std::size_t buffer_size = default_buffer_size, std::string_view stage = {},
+              bool memory_map = false)
       : file_(std::move(path), stage),
         capacity_(std::max<std::size_t>(buffer_size, 64)),
         compression_(compression) {
-    buffer_.reset(new char[capacity_]);
     if (compression != Compression::none) {
       inflater_ = std::make_unique<Inflater>(compression, capacity_);
+    } else if (memory_map) {
+      mapping_ = FileMapping(file_);
+    }
+    if (!mapping_.empty()) {
+      base_ = mapping_.data();
+      end_ = capacity_ = mapping_.size();
+      source_done_ = true;
+    } else {
+      buffer_.reset(new char[capacity_]);
+      base_ = buffer_.get();
     }
   }
 
@@ -194,13 +206,16 @@ class InputStream {
   Compression compression() const noexcept { return compression_; }
 
   /// The unconsumed bytes in the window; valid until the next fill() or read().
-  const char* data() const noexcept { return buffer_.get() + begin_; }
+  const char* data() const noexcept { return base_ + begin_; }
   std::size_t available() const noexcept { return end_ - begin_; }
   /// Marks n of the available bytes used.
   void consume(std::size_t n) noexcept {
     begin_ += n;
     offset_ += n;
+    if (!mapping_.empty()) mapping_.release_before(begin_);
   }
+  /// True if the file is memory-mapped: the window holds all of it.
+  bool mapped() const noexcept { return !mapping_.empty(); }
   /// Offset of data() in the (decompressed) stream.
   std::uint64_t offset() const noexcept { return offset_; }
 
@@ -253,6 +268,7 @@ class InputStream {
 
   /// Bytes left in the stream, when known (plain regular files).
   std::optional<std::uint64_t> remaining() const noexcept {
+    if (mapped()) return available();
     if (compression_ != Compression::none || !file_.has_size()) return std::nullopt;
     const std::uint64_t read_so_far = file_.position();
     const std::uint64_t left_in_file = file_.size() > read_so_far ? file_.size() - read_so_far : 0;
@@ -266,7 +282,7 @@ class InputStream {
   }
   void compact() noexcept {
     if (begin_ == 0) return;
-    std::memmove(buffer_.get(), buffer_.get() + begin_, available());
+    std::memmove(buffer_.get(), base_ + begin_, available());
     end_ -= begin_;
     begin_ = 0;
   }
@@ -276,12 +292,15 @@ class InputStream {
     end_ -= begin_;
     begin_ = 0;
     buffer_ = std::move(bigger);
+    base_ = buffer_.get();
     capacity_ = capacity;
   }
 
   FileReader file_;
   std::unique_ptr<Inflater> inflater_;
+  FileMapping mapping_;
   std::unique_ptr<char[]> buffer_;
+  const char* base_ = nullptr;  // buffer_ or the mapping
   std::size_t capacity_;
   std::size_t begin_ = 0, end_ = 0;
   std::uint64_t offset_ = 0;

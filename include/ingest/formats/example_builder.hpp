@@ -20,6 +20,18 @@ namespace ingest {
 
 namespace detail {
 
+/// serialize() for builders that provide serialize_to(std::string&).
+template <class Builder>
+class Serializable {
+ public:
+  /// The serialized message.
+  std::string serialize() const {
+    std::string out;
+    static_cast<const Builder&>(*this).serialize_to(out);
+    return out;
+  }
+};
+
 // Feature{bytes_list = 1 | float_list = 2 | int64_list = 3}, each a list
 // message with `repeated value = 1`.
 inline void encode_bytes_feature(std::string& out, std::span<const std::string_view> values) {
@@ -82,7 +94,7 @@ class FeatureMapEncoder {
 }  // namespace detail
 
 /// Builds a serialized tf.Example: `ExampleBuilder().add_int64s("label", {3}).serialize()`.
-class ExampleBuilder {
+class ExampleBuilder : public detail::Serializable<ExampleBuilder> {
  public:
   /// A bytes_list feature.
   ExampleBuilder& add_bytes(std::string_view name, std::span<const std::string_view> values) {
@@ -118,12 +130,6 @@ class ExampleBuilder {
     return *this;
   }
 
-  /// The serialized Example.
-  std::string serialize() const {
-    std::string out;
-    serialize_to(out);
-    return out;
-  }
   /// Writes the serialized Example into `out` (replacing its contents).
   void serialize_to(std::string& out) const {
     out.clear();
@@ -144,7 +150,7 @@ class ExampleBuilder {
 ///     b.context().add_int64s("length", {2});
 ///     b.feature_list("tokens").add_int64s({1, 2}).add_int64s({3});
 ///     std::string bytes = b.serialize();
-class SequenceExampleBuilder {
+class SequenceExampleBuilder : public detail::Serializable<SequenceExampleBuilder> {
  public:
   /// Adds steps to one feature list.
   class FeatureListBuilder {
@@ -200,11 +206,7 @@ class SequenceExampleBuilder {
     return {*this, lists_.size() - 1};
   }
 
-  std::string serialize() const {
-    std::string out;
-    serialize_to(out);
-    return out;
-  }
+  /// Writes the serialized SequenceExample into `out` (replacing its contents).
   void serialize_to(std::string& out) const {
     out.clear();
     detail::wire::put_bytes_field(out, 1, context_.features_.body());

@@ -1,11 +1,12 @@
 // Files for the readers and writers of formats/ and sources/: a POSIX file
-// opened for large sequential reads, and an output file written under a
-// temporary name and renamed into place on commit, so that a crash or an
-// exception never leaves a half-written file under the final name. Errors
-// are IoErrors naming the file. Neither class is synchronised.
+// opened for large sequential reads (or memory-mapped), and an output file
+// written under a temporary name and renamed into place on commit, so that a
+// crash or an exception never leaves a half-written file under the final
+// name. Errors are IoErrors naming the file. No class here is synchronised.
 #pragma once
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +98,7 @@ class FileReader {
   }
 
   const std::string& path() const noexcept { return path_; }
+  int fd() const noexcept { return fd_; }
   /// Bytes read so far.
   std::uint64_t position() const noexcept { return position_; }
   /// The file's size when opened, if it is a regular file.
@@ -114,6 +116,65 @@ class FileReader {
   std::uint64_t size_ = 0;
   std::uint64_t position_ = 0;
   bool regular_ = false;
+};
+
+/// A read-only shared mapping of a whole regular file, unmapped on destruction.
+class FileMapping {
+ public:
+  FileMapping() = default;
+  /// Maps the file; empty() afterwards if it cannot be mapped (the caller
+  /// then reads it instead).
+  explicit FileMapping(const FileReader& file) {
+    if (!file.has_size() || file.size() == 0 || file.size() > SIZE_MAX) return;
+    void* p =
+        ::mmap(nullptr, static_cast<std::size_t>(file.size()), PROT_READ, MAP_SHARED, file.fd(), 0);
+    if (p == MAP_FAILED) return;
+    data_ = static_cast<const char*>(p);
+    size_ = static_cast<std::size_t>(file.size());
+    ::madvise(p, size_, MADV_SEQUENTIAL);
+  }
+  FileMapping(FileMapping&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        released_(std::exchange(o.released_, 0)) {}
+  FileMapping& operator=(FileMapping&& o) noexcept {
+    if (this != &o) {
+      unmap();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      released_ = std::exchange(o.released_, 0);
+    }
+    return *this;
+  }
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+  ~FileMapping() { unmap(); }
+
+  bool empty() const noexcept { return data_ == nullptr; }
+  const char* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+
+  /// Lets the kernel drop the pages before `offset` from this process (they
+  /// stay in the page cache and fault back in if touched), so a long file
+  /// does not pile up in the reader's resident memory.
+  void release_before(std::size_t offset) noexcept {
+    constexpr std::size_t step = std::size_t{64} << 20;
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (offset < released_ + step) return;
+    const std::size_t end = offset / page * page;
+    ::madvise(const_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
+    released_ = end;
+  }
+
+ private:
+  void unmap() noexcept {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+    data_ = nullptr;
+  }
+
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t released_ = 0;
 };
 
 /// A file written under a hidden temporary name beside `path` (".name.tmp-…")

@@ -1,6 +1,6 @@
-// The iterator every file-reading source shares (tfrecord, text_lines, csv,
-// fixed_length_records): opens its files one after another with a per-file
-// reader and yields the reader's records. Errors carry the stage and file; a
+// The dataset and iterator every file-reading source shares (tfrecord,
+// text_lines, csv, fixed_length_records): opens its files one after another
+// with a per-file reader and yields the reader's records. Errors carry the stage and file; a
 // DataLossError or IoError abandons the rest of that file and the next call
 // moves on to the next file (tf.data behaviour, so ignore_errors cannot loop
 // on one bad file), while other errors (a bad CSV field) skip only the record.
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 
 namespace ingest {
@@ -92,4 +93,38 @@ class FileSequenceIterator {
   std::optional<Reader> reader_;
 };
 
+/// Throws InvalidArgument unless a reader's buffer size is positive.
+inline void check_buffer_size(std::size_t buffer_size, const char* stage) {
+  if (buffer_size == 0) {
+    throw InvalidArgument(std::string(stage) + ": buffer_size must be > 0", {.stage = stage});
+  }
+}
+
 }  // namespace ingest::detail
+
+namespace ingest {
+
+/// A dataset of the records of `paths`, read file after file by Reader with
+/// Options (see FileSequenceIterator). Copies share the file list; each
+/// iterator opens its own files.
+template <class Reader, class Options, const char* Stage>
+class FileDataset
+    : public DatasetBase<FileDataset<Reader, Options, Stage>,
+                         typename detail::FileSequenceIterator<Reader, Options>::value_type> {
+ public:
+  FileDataset(FileList paths, Options options)
+      : paths_(std::move(paths)), options_(std::move(options)) {}
+
+  detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext&) const {
+    return {paths_, options_, Stage};
+  }
+
+  const FileList& paths() const noexcept { return paths_; }
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  FileList paths_;
+  Options options_;
+};
+
+}  // namespace ingest

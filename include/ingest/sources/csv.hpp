@@ -145,41 +145,12 @@ class CsvReader {
 
 }  // namespace detail
 
+namespace detail {
+inline constexpr char csv_stage[] = "csv";
+}
+
 template <class... Cols>
-class CsvDataset : public DatasetBase<CsvDataset<Cols...>, std::tuple<Cols...>> {
- public:
-  CsvDataset(FileList paths, CsvOptions<Cols...> options)
-      : paths_(std::move(paths)), options_(std::move(options)) {
-    const auto& select = options_.select_cols;
-    if (!select.empty()) {
-      bool increasing = true;
-      for (std::size_t i = 1; i < select.size(); ++i) increasing &= select[i - 1] < select[i];
-      if (select.size() != sizeof...(Cols) || !increasing) {
-        throw InvalidArgument("csv: select_cols must list " + std::to_string(sizeof...(Cols)) +
-                                  " increasing column indices, one per column type",
-                              {.stage = "csv"});
-      }
-    }
-    if (options_.buffer_size == 0) {
-      throw InvalidArgument("csv: buffer_size must be > 0", {.stage = "csv"});
-    }
-    if (options_.quoting && options_.delimiter == '"') {
-      throw InvalidArgument("csv: the delimiter cannot be the quote character", {.stage = "csv"});
-    }
-    if (options_.delimiter == '\n' || options_.delimiter == '\r') {
-      throw InvalidArgument("csv: the delimiter cannot be a line break", {.stage = "csv"});
-    }
-  }
-
-  auto make_iterator(const IteratorContext&) const {
-    return detail::FileSequenceIterator<detail::CsvReader<Cols...>, CsvOptions<Cols...>>(
-        paths_, options_, "csv");
-  }
-
- private:
-  FileList paths_;
-  CsvOptions<Cols...> options_;
-};
+using CsvDataset = FileDataset<detail::CsvReader<Cols...>, CsvOptions<Cols...>, detail::csv_stage>;
 
 /// The records of the CSV files `paths` as std::tuple<Cols...> (tf:
 /// experimental.CsvDataset). Throws InvalidArgument for inconsistent options.
@@ -189,6 +160,23 @@ CsvDataset<Cols...> csv(FileList paths, CsvOptions<std::type_identity_t<Cols>...
   static_assert((detail::csv_column_type<Cols> && ...),
                 "csv: column types must be std::int32_t, std::int64_t, float, double or "
                 "std::string");
+  const auto& select = options.select_cols;
+  if (!select.empty()) {
+    bool increasing = true;
+    for (std::size_t i = 1; i < select.size(); ++i) increasing &= select[i - 1] < select[i];
+    if (select.size() != sizeof...(Cols) || !increasing) {
+      throw InvalidArgument("csv: select_cols must list " + std::to_string(sizeof...(Cols)) +
+                                " increasing column indices, one per column type",
+                            {.stage = "csv"});
+    }
+  }
+  detail::check_buffer_size(options.buffer_size, detail::csv_stage);
+  if (options.quoting && options.delimiter == '"') {
+    throw InvalidArgument("csv: the delimiter cannot be the quote character", {.stage = "csv"});
+  }
+  if (options.delimiter == '\n' || options.delimiter == '\r') {
+    throw InvalidArgument("csv: the delimiter cannot be a line break", {.stage = "csv"});
+  }
   return CsvDataset<Cols...>(std::move(paths), std::move(options));
 }
 

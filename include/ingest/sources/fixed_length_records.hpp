@@ -84,31 +84,24 @@ class FixedLengthRecordReader {
 
 }  // namespace detail
 
-class FixedLengthRecordDataset : public DatasetBase<FixedLengthRecordDataset, std::string> {
- public:
-  FixedLengthRecordDataset(FileList paths, std::size_t record_bytes,
-                           FixedLengthRecordOptions options)
-      : paths_(std::move(paths)), config_{record_bytes, options} {
-    if (record_bytes == 0 || options.buffer_size == 0) {
-      throw InvalidArgument("fixed_length_records: record_bytes and buffer_size must be > 0",
-                            {.stage = "fixed_length_records"});
-    }
-  }
-  auto make_iterator(const IteratorContext&) const {
-    return detail::FileSequenceIterator<detail::FixedLengthRecordReader, detail::FixedLengthConfig>(
-        paths_, config_, "fixed_length_records");
-  }
+namespace detail {
+inline constexpr char fixed_length_records_stage[] = "fixed_length_records";
+}
 
- private:
-  FileList paths_;
-  detail::FixedLengthConfig config_;
-};
+using FixedLengthRecordDataset =
+    FileDataset<detail::FixedLengthRecordReader, detail::FixedLengthConfig,
+                detail::fixed_length_records_stage>;
 
 /// The fixed-size records of the files `paths` (one path, or a list), in order
 /// (tf: FixedLengthRecordDataset). Throws InvalidArgument if record_bytes is 0.
 inline FixedLengthRecordDataset fixed_length_records(FileList paths, std::size_t record_bytes,
                                                      FixedLengthRecordOptions options = {}) {
-  return {std::move(paths), record_bytes, options};
+  detail::check_buffer_size(options.buffer_size, detail::fixed_length_records_stage);
+  if (record_bytes == 0) {
+    throw InvalidArgument("fixed_length_records: record_bytes must be > 0",
+                          {.stage = detail::fixed_length_records_stage});
+  }
+  return {std::move(paths), detail::FixedLengthConfig{record_bytes, options}};
 }
 
 }  // namespace ingest

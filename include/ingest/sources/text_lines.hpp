@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
-#include "ingest/core/errors.hpp"
 #include "ingest/formats/compression.hpp"
 #include "ingest/formats/file_sequence.hpp"
 
@@ -65,26 +64,16 @@ class TextLineReader {
 
 }  // namespace detail
 
-class TextLineDataset : public DatasetBase<TextLineDataset, std::string> {
- public:
-  TextLineDataset(FileList paths, TextLineOptions options)
-      : paths_(std::move(paths)), options_(options) {
-    if (options.buffer_size == 0) {
-      throw InvalidArgument("text_lines: buffer_size must be > 0", {.stage = "text_lines"});
-    }
-  }
-  auto make_iterator(const IteratorContext&) const {
-    return detail::FileSequenceIterator<detail::TextLineReader, TextLineOptions>(paths_, options_,
-                                                                                 "text_lines");
-  }
+namespace detail {
+inline constexpr char text_lines_stage[] = "text_lines";
+}
 
- private:
-  FileList paths_;
-  TextLineOptions options_;
-};
+using TextLineDataset =
+    FileDataset<detail::TextLineReader, TextLineOptions, detail::text_lines_stage>;
 
 /// The lines of the text files `paths` (one path, or a list), in order (tf: TextLineDataset).
 inline TextLineDataset text_lines(FileList paths, TextLineOptions options = {}) {
+  detail::check_buffer_size(options.buffer_size, detail::text_lines_stage);
   return {std::move(paths), options};
 }
 

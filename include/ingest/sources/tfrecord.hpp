@@ -11,37 +11,21 @@
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
-#include "ingest/core/errors.hpp"
 #include "ingest/formats/file_sequence.hpp"
 #include "ingest/formats/tfrecord_format.hpp"
 
 namespace ingest {
 
-class TFRecordDataset : public DatasetBase<TFRecordDataset, std::string> {
- public:
-  TFRecordDataset(FileList paths, TFRecordOptions options)
-      : paths_(std::move(paths)), options_(options) {
-    if (options.buffer_size == 0) {
-      throw InvalidArgument("tfrecord: buffer_size must be > 0", {.stage = "tfrecord"});
-    }
-  }
+namespace detail {
+inline constexpr char tfrecord_stage[] = "tfrecord";
+}
 
-  auto make_iterator(const IteratorContext&) const {
-    return detail::FileSequenceIterator<TFRecordReader, TFRecordOptions>(paths_, options_,
-                                                                         "tfrecord");
-  }
-
-  const FileList& paths() const noexcept { return paths_; }
-  const TFRecordOptions& options() const noexcept { return options_; }
-
- private:
-  FileList paths_;
-  TFRecordOptions options_;
-};
+using TFRecordDataset = FileDataset<TFRecordReader, TFRecordOptions, detail::tfrecord_stage>;
 
 /// The records of the TFRecord files `paths` (one path, or a list), in order
 /// (tf: TFRecordDataset). Throws InvalidArgument if buffer_size is 0.
 inline TFRecordDataset tfrecord(FileList paths, TFRecordOptions options = {}) {
+  detail::check_buffer_size(options.buffer_size, detail::tfrecord_stage);
   return {std::move(paths), options};
 }
 
