@@ -462,14 +462,23 @@ inline void check_kind(const SpecEntry& e, const Run& run, Where& w) {
   }
 }
 
+/// Makes `t` a tensor of dtype and shape, keeping its storage when nothing
+/// else shares it (a ParsedExample reused for the next record).
+inline void reuse_or_allocate(Tensor& t, DType dtype, const Shape& shape, Allocator& allocator) {
+  if (t.defined() && t.use_count() == 1 && t.dtype() == dtype && t.shape() == shape &&
+      t.allocator() == &allocator) {
+    return;
+  }
+  t = Tensor(dtype, shape, allocator);
+}
+
 /// Fills `out` with `rows` rows of feature `e`; get_row(r) -> Row. `leading`
 /// adds the rows dimension (batches, feature lists); without it there is one row.
 template <class GetRow>
 void fill_feature(const SpecEntry& e, std::size_t rows, bool leading, GetRow&& get_row,
                   Allocator& allocator, Where& w, ParsedFeature& out) {
   out.dtype = e.dtype;
-  out.values = Tensor();
-  out.row_splits = Tensor();
+  if (out.row_splits.defined()) out.row_splits = Tensor();
   out.bytes.clear();
   const auto dims = [&](std::size_t total) { return Shape{static_cast<std::int64_t>(total)}; };
   if (e.form != FeatureForm::var) {
@@ -478,12 +487,13 @@ void fill_feature(const SpecEntry& e, std::size_t rows, bool leading, GetRow&& g
     float* floats = nullptr;
     std::int64_t* ints = nullptr;
     if (e.dtype == FeatureType::float32) {
-      out.values = Tensor(DType::float32, out.shape, allocator);
+      reuse_or_allocate(out.values, DType::float32, out.shape, allocator);
       floats = out.values.data<float>();
     } else if (e.dtype == FeatureType::int64) {
-      out.values = Tensor(DType::int64, out.shape, allocator);
+      reuse_or_allocate(out.values, DType::int64, out.shape, allocator);
       ints = out.values.data<std::int64_t>();
     } else {
+      if (out.values.defined()) out.values = Tensor();
       out.bytes.reserve(rows * k);
     }
     for (std::size_t r = 0; r < rows; ++r) {
@@ -525,6 +535,7 @@ void fill_feature(const SpecEntry& e, std::size_t rows, bool leading, GetRow&& g
     return;
   }
   // Variable length: count, then write.
+  if (out.values.defined()) out.values = Tensor();
   std::int64_t* splits = nullptr;
   if (leading) {
     out.row_splits = Tensor(DType::int64, Shape{static_cast<std::int64_t>(rows) + 1}, allocator);

@@ -159,8 +159,8 @@ class FileMapping {
   /// does not pile up in the reader's resident memory.
   void release_before(std::size_t offset) noexcept {
     constexpr std::size_t step = std::size_t{64} << 20;
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     if (offset < released_ + step) return;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     const std::size_t end = offset / page * page;
     ::madvise(const_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
     released_ = end;

@@ -34,12 +34,9 @@ struct WireError {
 /// Groups nested deeper than this are rejected (protobuf's recursion limit).
 inline constexpr int max_group_depth = 100;
 
-/// Reads a varint at p; throws WireError if it runs past `end` or past 10 bytes.
-inline const u8* read_varint(const u8* p, const u8* end, std::uint64_t& value) {
-  if (p < end && *p < 0x80) [[likely]] {
-    value = *p;
-    return p + 1;
-  }
+/// The general case of read_varint, out of line.
+[[gnu::noinline]] inline const u8* read_varint_slow(const u8* p, const u8* end,
+                                                    std::uint64_t& value) {
   std::uint64_t v = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (p == end) throw WireError{"truncated varint"};
@@ -51,6 +48,20 @@ inline const u8* read_varint(const u8* p, const u8* end, std::uint64_t& value) {
     }
   }
   throw WireError{"varint longer than 10 bytes"};
+}
+
+/// Reads a varint at p; throws WireError if it runs past `end` or past 10 bytes.
+[[gnu::always_inline]] inline const u8* read_varint(const u8* p, const u8* end,
+                                                    std::uint64_t& value) {
+  if (p < end && *p < 0x80) [[likely]] {
+    value = *p;
+    return p + 1;
+  }
+  if (end - p >= 2 && p[1] < 0x80) {
+    value = (p[0] & 0x7fu) | (std::uint64_t{p[1]} << 7);
+    return p + 2;
+  }
+  return read_varint_slow(p, end, value);
 }
 
 /// One field of a message: its number, wire type, and payload.
@@ -66,7 +77,8 @@ struct Field {
 inline const u8* skip_group(const u8* p, const u8* end, std::uint32_t number, int depth);
 
 /// Reads the field at p (p < end) into f and returns the position after it.
-inline const u8* read_field(const u8* p, const u8* end, Field& f, int depth = 0) {
+[[gnu::always_inline]] inline const u8* read_field(const u8* p, const u8* end, Field& f,
+                                                   int depth = 0) {
   std::uint64_t tag;
   f.tag = p;
   p = read_varint(p, end, tag);
