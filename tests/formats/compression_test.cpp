@@ -13,8 +13,9 @@ using namespace ingest::testing;
 
 namespace {
 // Everything an InputStream yields, through small fills and reads.
-std::string drain(const std::string& path, Compression c, std::size_t buffer) {
-  detail::InputStream in(path, c, buffer);
+std::string drain(const std::string& path, Compression c, std::size_t buffer,
+                  bool memory_map = false) {
+  detail::InputStream in(path, c, buffer, "test", memory_map);
   std::string out;
   std::size_t step = 1;
   for (;;) {
@@ -55,7 +56,18 @@ TEST_CASE("InputStream yields a plain file exactly, through any mix of fill and 
   for (std::size_t buffer : {64, 100, 4096, 1 << 20}) {
     CHECK(drain(dir / "plain", Compression::none, buffer) == data);
   }
+  CHECK(drain(dir / "plain", Compression::none, 64, true) == data);
+  detail::InputStream mapped(dir / "plain", Compression::none, 64, "test", true);
+  CHECK(mapped.mapped());
+  CHECK(mapped.available() == data.size());  // the window is the whole file
+  mapped.consume(100);
+  CHECK(mapped.remaining() == data.size() - 100);
+  CHECK(std::string(mapped.data(), 10) == data.substr(100, 10));
+  write_file(dir / "empty", "");
+  CHECK_FALSE(detail::InputStream(dir / "empty", Compression::none, 64, "test", true).mapped());
+
   detail::InputStream in(dir / "plain", Compression::none, 64);
+  CHECK_FALSE(in.mapped());
   CHECK(in.remaining() == data.size());
   REQUIRE(in.fill(10));
   in.consume(10);

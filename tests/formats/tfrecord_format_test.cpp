@@ -43,8 +43,11 @@ TEST_CASE("every fixture's framing decodes as its JSON says", "[formats][tfrecor
     CHECK(sha256_hex(bytes) == f.expected.at("file_sha256").get<std::string>());
     const auto& records = f.expected.at("records");
     REQUIRE(records.size() == f.expected.at("num_records").get<std::size_t>());
-    for (std::size_t buffer : {std::size_t{256} << 10, std::size_t{1000}}) {
-      TFRecordReader reader(f.path, {.compression = f.compression, .buffer_size = buffer});
+    for (std::size_t buffer : {std::size_t{256} << 10, std::size_t{1000}, std::size_t{0}}) {
+      // buffer 0: the default buffer, with plain files memory-mapped
+      TFRecordReader reader(f.path, {.compression = f.compression,
+                                     .buffer_size = buffer ? buffer : default_buffer_size,
+                                     .memory_map = buffer == 0});
       std::size_t i = 0;
       for (;;) {
         const std::uint64_t offset = reader.offset();
@@ -70,9 +73,11 @@ TEST_CASE("read and read_view agree, for small and large records", "[formats][tf
   payloads.push_back(std::string(200000, 'x'));  // larger than the window
   payloads.push_back("");
   write_file(dir / "a", frame_records(payloads));
-  for (std::size_t buffer : {64, 4096, 1 << 18}) {
-    CHECK(read_all(dir / "a", {.buffer_size = buffer}) == payloads);
-    TFRecordReader reader(dir / "a", {.buffer_size = buffer});
+  for (std::size_t buffer : {64, 4096, 1 << 18, 0}) {
+    const TFRecordOptions options{.buffer_size = buffer ? buffer : default_buffer_size,
+                                  .memory_map = buffer == 0};
+    CHECK(read_all(dir / "a", options) == payloads);
+    TFRecordReader reader(dir / "a", options);
     for (const auto& p : payloads) {
       auto v = reader.read_view();
       REQUIRE(v);
@@ -103,6 +108,7 @@ TEST_CASE("a flipped byte in a length, a payload or a CRC is a corrupted record"
     std::string bad = good;
     bad[c.at] ^= 0x01;
     write_file(dir / "bad", bad);
+    CHECK(read_error(dir / "bad", {.memory_map = false}).context().offset == c.offset);
     const DataLossError e = read_error(dir / "bad");
     CHECK(e.context().file == dir / "bad");
     CHECK(e.context().offset == c.offset);
@@ -131,28 +137,32 @@ TEST_CASE("truncation at every offset is a truncated record, never a crash",
   for (const auto& p : payloads) boundaries.push_back(boundaries.back() + frame_record(p).size());
   for (auto c : {Compression::none, Compression::gzip, Compression::zlib}) {
     for (std::size_t cut = 0; cut < good.size(); ++cut) {
-      INFO("cut at " << cut << ", " << compression_name(c));
-      const std::string part = good.substr(0, cut);
-      write_file(dir / "cut", c == Compression::gzip   ? gzip_bytes(part)
-                              : c == Compression::zlib ? zlib_bytes(part)
-                                                       : part);
-      std::size_t complete = 0;
-      while (complete + 1 < boundaries.size() && boundaries[complete + 1] <= cut) ++complete;
-      TFRecordReader reader(dir / "cut", {.compression = c, .buffer_size = 128});
-      for (std::size_t i = 0; i < complete; ++i) CHECK(reader.read() == payloads[i]);
-      if (boundaries[complete] == cut) {
-        CHECK_FALSE(reader.read());  // a clean end at a record boundary
-        continue;
-      }
-      try {
-        reader.read();
-        FAIL("no error");
-      } catch (const DataLossError& e) {
-        const std::uint64_t start = boundaries[complete];
-        const std::uint64_t expected =
-            cut < start + detail::tfrecord_header_bytes ? start : start + 12;
-        CHECK(e.message() == "truncated record at " + std::to_string(expected));
-        CHECK(e.context().offset == expected);
+      for (bool mapped : {false, true}) {
+        if (mapped && c != Compression::none) continue;
+        INFO("cut at " << cut << ", " << compression_name(c) << (mapped ? ", mapped" : ""));
+        const std::string part = good.substr(0, cut);
+        write_file(dir / "cut", c == Compression::gzip   ? gzip_bytes(part)
+                                : c == Compression::zlib ? zlib_bytes(part)
+                                                         : part);
+        std::size_t complete = 0;
+        while (complete + 1 < boundaries.size() && boundaries[complete + 1] <= cut) ++complete;
+        TFRecordReader reader(dir / "cut",
+                              {.compression = c, .buffer_size = 128, .memory_map = mapped});
+        for (std::size_t i = 0; i < complete; ++i) CHECK(reader.read() == payloads[i]);
+        if (boundaries[complete] == cut) {
+          CHECK_FALSE(reader.read());  // a clean end at a record boundary
+          continue;
+        }
+        try {
+          reader.read();
+          FAIL("no error");
+        } catch (const DataLossError& e) {
+          const std::uint64_t start = boundaries[complete];
+          const std::uint64_t expected =
+              cut < start + detail::tfrecord_header_bytes ? start : start + 12;
+          CHECK(e.message() == "truncated record at " + std::to_string(expected));
+          CHECK(e.context().offset == expected);
+        }
       }
     }
   }
@@ -165,6 +175,8 @@ TEST_CASE("an oversized length is rejected before anything is allocated", "[form
   put_le(header, std::uint64_t{1} << 60, 8);
   put_le(header, masked_crc32c(header.data(), 8), 4);
   write_file(dir / "huge", header + "tiny");
+  CHECK_THAT(read_error(dir / "huge", {.memory_map = false}).message(),
+             Catch::StartsWith("corrupted record at 0"));
   DataLossError e = read_error(dir / "huge");
   CHECK_THAT(e.message(), Catch::StartsWith("corrupted record at 0 (length 1152921504606846976 "
                                             "exceeds max_record_bytes 1073741824)"));
@@ -175,6 +187,7 @@ TEST_CASE("an oversized length is rejected before anything is allocated", "[form
   write_file(dir / "long", header_512m + "tiny");
   e = read_error(dir / "long");
   CHECK(e.message() == "truncated record at 12");
+  CHECK(read_error(dir / "long", {.memory_map = false}).message() == "truncated record at 12");
   // Compressed: the size is unknown, so max_record_bytes decides.
   write_file(dir / "huge.gz", gzip_bytes(header + "tiny"));
   e = read_error(dir / "huge.gz", {.compression = Compression::gzip});

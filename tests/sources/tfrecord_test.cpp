@@ -22,6 +22,8 @@ TEST_CASE("tfrecord reads files in order, any compression", "[sources][tfrecord]
   V both = p1;
   both.insert(both.end(), p2.begin(), p2.end());
   CHECK(collect(tfrecord({dir / "a", dir / "b"})) == both);
+  CHECK(collect(tfrecord({dir / "a", dir / "b"}, {.buffer_size = 100, .memory_map = false})) ==
+        both);
   CHECK(collect(tfrecord(dir / "b.gz", {.compression = Compression::gzip})) == p2);
   CHECK(collect(tfrecord(dir / "a.z", {.compression = Compression::zlib, .buffer_size = 64})) ==
         p1);
@@ -50,17 +52,20 @@ TEST_CASE("after data loss tfrecord moves on to the next file", "[sources][tfrec
   write_file(dir / "bad", bad);
   write_file(dir / "cut", frame_records({"c1", "c2"}).substr(0, 30));
   write_file(dir / "good", frame_records({"g1"}));
-  auto out = collect_outcomes(tfrecord({dir / "bad", dir / "missing", dir / "cut", dir / "good"}));
-  REQUIRE(out.size() == 6);
-  CHECK(out[0].value == "a1");
-  CHECK_THAT(out[1].error, Catch::StartsWith("DataLossError: corrupted record at 30") &&
-                               Catch::Contains("stage 'tfrecord'") &&
-                               Catch::Contains("file '" + dir / "bad" + "'") &&
-                               Catch::Contains("offset 30"));
-  CHECK_THAT(out[2].error, Catch::StartsWith("IoError") && Catch::Contains("missing"));
-  CHECK(out[3].value == "c1");
-  CHECK_THAT(out[4].error, Catch::StartsWith("DataLossError: truncated record at 30"));
-  CHECK(out[5].value == "g1");
+  for (bool mapped : {true, false}) {
+    auto out = collect_outcomes(tfrecord({dir / "bad", dir / "missing", dir / "cut", dir / "good"},
+                                         {.memory_map = mapped}));
+    REQUIRE(out.size() == 6);
+    CHECK(out[0].value == "a1");
+    CHECK_THAT(out[1].error, Catch::StartsWith("DataLossError: corrupted record at 30") &&
+                                 Catch::Contains("stage 'tfrecord'") &&
+                                 Catch::Contains("file '" + dir / "bad" + "'") &&
+                                 Catch::Contains("offset 30"));
+    CHECK_THAT(out[2].error, Catch::StartsWith("IoError") && Catch::Contains("missing"));
+    CHECK(out[3].value == "c1");
+    CHECK_THAT(out[4].error, Catch::StartsWith("DataLossError: truncated record at 30"));
+    CHECK(out[5].value == "g1");
+  }
 
   // ignore_errors over a corrupt file ends instead of looping.
   auto kept = tfrecord({dir / "bad", dir / "cut", dir / "good"}).ignore_errors();
