@@ -315,12 +315,20 @@ TEST_CASE("bytes values are views into the record", "[formats][example]") {
   CHECK(image.data() >= record.data());
   CHECK(image.data() + image.size() <= record.data() + record.size());
   CHECK(p.tensor("label").item<std::int64_t>() == 7);
-  // Reusing the result for another record.
+  // Reusing the result for another record: a copy the caller kept is not overwritten.
+  const Tensor kept = p.tensor("label");
   const std::string other =
       ExampleBuilder().add_bytes("image", {"tiny"}).add_int64s("label", {1}).serialize();
   parse_example(other, w3_spec, p);
   CHECK(p.bytes("image")[0] == "tiny");
   CHECK(p.tensor("label").item<std::int64_t>() == 1);
+  CHECK(kept.item<std::int64_t>() == 7);
+  CHECK_FALSE(kept.shares_storage_with(p.tensor("label")));
+  // Unshared, the storage is reused.
+  const void* storage = p.tensor("label").raw_data();
+  parse_example(record, w3_spec, p);
+  CHECK(p.tensor("label").raw_data() == storage);
+  CHECK(p.tensor("label").item<std::int64_t>() == 7);
   CHECK(decode_raw(image, DType::uint8, Shape{32, 32, 3}).shape() == Shape{32, 32, 3});
   CHECK(decode_raw(image, DType::uint8, Shape{32, 32, 3}).values<std::uint8_t>()[5] == 'p');
   CHECK_THROWS_AS(decode_raw(image, DType::float32, Shape{32, 32, 3}), InvalidArgument);

@@ -671,11 +671,11 @@ void parse_examples(std::size_t n, GetRecord&& record, const ExampleSpec& spec, 
 }  // namespace detail::example
 
 /// Parses one serialized tf.Example into `out`, reusing its storage (tf:
-/// parse_single_example). Fixed-length features have the spec's shape;
-/// variable-length ones shape [n]. Bytes views point into `record` (keep it
-/// alive) or the spec. Throws DataLossError for malformed input and
-/// InvalidArgument for a type or count mismatch or a missing required
-/// feature, naming the feature.
+/// parse_single_example): a result tensor that nothing else shares is
+/// overwritten in place; copies the caller kept are left alone. Fixed-length features have the
+/// spec's shape; variable-length ones shape [n]. Bytes views point into `record` (keep it alive) or
+/// the spec. Throws DataLossError for malformed input and InvalidArgument for a type or count
+/// mismatch or a missing required feature, naming the feature.
 inline void parse_example(std::string_view record, const ExampleSpec& spec, ParsedExample& out) {
   detail::example::parse_examples(
       1, [record](std::size_t) { return record; }, spec, false, out);
