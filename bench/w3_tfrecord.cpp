@@ -1,0 +1,352 @@
+// W3, TFRecord ETL (../shared/bench/WORKLOADS.md): 16 shards of serialized
+// tf.Examples (`image`: 3,072 random bytes, `label`: int64 in 0..9), plain
+// and GZIP, generated here in a temporary directory removed at exit. Each
+// part of the read path is held against its limit, measured in this run:
+//   W3/read/*      TFRecord framing + CRC  vs reading the same files from page cache
+//   W3/crc32c/*    CRC-32C throughput (GB/s) of the hardware and portable paths
+//   W3/gzip/*      GZIP TFRecord reading   vs bare zlib inflate of the same files
+//   W3/parse/*     ingest's Example parser vs protobuf's generated parser, on a
+//                  cache-sized window of the records (in a pipeline a record
+//                  is parsed right after it was read, while it is in cache)
+//   W3/pipeline/*  tfrecord -> parse -> uint8[32,32,3] -> float32 -> batch(256)
+// The pipeline runs sequentially for now; the parallel interleave / shuffle /
+// prefetch form of W3 slots in beside w3_sequential_pipeline once those
+// stages exist.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ingest/ingest.hpp>
+
+#include "example.pb.h"
+#include "support/bench.hpp"
+
+namespace {
+
+constexpr std::size_t image_bytes = 32 * 32 * 3;
+constexpr std::size_t num_shards = 16;
+constexpr std::int64_t batch_size = 256;
+
+// The generated data set; removed when the process exits.
+struct W3Data {
+  std::filesystem::path dir;
+  std::vector<std::string> plain, gzip;  // shard paths
+  std::vector<std::string> records;      // every payload, in memory, for the parse benchmarks
+  std::uint64_t plain_bytes = 0, gzip_bytes = 0;
+  std::int64_t num_records = 0;
+
+  ~W3Data() {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+
+W3Data& data() {
+  static W3Data d;
+  return d;
+}
+
+void generate(std::int64_t n) {
+  W3Data& d = data();
+  std::string pattern = (std::filesystem::temp_directory_path() / "ingest-w3-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+  d.dir = pattern;
+  d.num_records = n;
+  std::mt19937_64 rng(3);
+  std::string image(image_bytes, '\0');
+  ingest::ExampleBuilder builder;
+  std::string record;
+  for (std::size_t s = 0; s < num_shards; ++s) {
+    char name[64];
+    std::snprintf(name, sizeof name, "train-%05zu-of-%05zu", s, num_shards);
+    d.plain.push_back((d.dir / name).string());
+    d.gzip.push_back((d.dir / (std::string(name) + ".gz")).string());
+    ingest::TFRecordWriter plain(d.plain.back());
+    ingest::TFRecordWriter gz(d.gzip.back(), {.compression = ingest::Compression::gzip});
+    const std::int64_t begin = n * static_cast<std::int64_t>(s) / num_shards;
+    const std::int64_t end = n * static_cast<std::int64_t>(s + 1) / num_shards;
+    for (std::int64_t i = begin; i < end; ++i) {
+      for (std::size_t k = 0; k < image_bytes; k += 8) {
+        const std::uint64_t r = rng();
+        std::memcpy(image.data() + k, &r, 8);
+      }
+      builder.clear();
+      builder.add_bytes("image", {image})
+          .add_int64s("label", {static_cast<std::int64_t>(rng() % 10)});
+      builder.serialize_to(record);
+      plain.write(record);
+      gz.write(record);
+      d.records.push_back(record);
+    }
+    plain.close();
+    gz.close();
+    d.plain_bytes += std::filesystem::file_size(d.plain.back());
+    d.gzip_bytes += std::filesystem::file_size(d.gzip.back());
+  }
+}
+
+void count(benchmark::State& state, std::uint64_t bytes) {
+  state.SetItemsProcessed(state.iterations() * data().num_records);
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+}
+
+// --- reading ---------------------------------------------------------------
+
+void page_cache_read(benchmark::State& state) {
+  std::vector<char> buffer(ingest::default_buffer_size);
+  for (auto _ : state) {
+    std::uint64_t total = 0;
+    for (const auto& path : data().plain) {
+      const int fd = ::open(path.c_str(), O_RDONLY);
+      for (::ssize_t got; (got = ::read(fd, buffer.data(), buffer.size())) > 0;) {
+        total += static_cast<std::uint64_t>(got);
+        benchmark::DoNotOptimize(buffer.data());
+      }
+      ::close(fd);
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  count(state, data().plain_bytes);
+}
+
+// Every record of the plain (or gzip) shards through ingest::tfrecord.
+void tfrecord_dataset(benchmark::State& state, bool gzip, ingest::TFRecordOptions options) {
+  options.compression = gzip ? ingest::Compression::gzip : ingest::Compression::none;
+  const auto ds = ingest::tfrecord(gzip ? data().gzip : data().plain, options);
+  for (auto _ : state) {
+    std::size_t bytes = 0;
+    auto it = ds.iterator();
+    while (auto r = it.next()) bytes += r->size();
+    benchmark::DoNotOptimize(bytes);
+  }
+  count(state, gzip ? data().gzip_bytes : data().plain_bytes);
+}
+
+void tfrecord_views(benchmark::State& state) {
+  for (auto _ : state) {
+    std::size_t bytes = 0;
+    for (const auto& path : data().plain) {
+      ingest::TFRecordReader reader(path);
+      while (auto v = reader.read_view()) bytes += v->size();
+    }
+    benchmark::DoNotOptimize(bytes);
+  }
+  count(state, data().plain_bytes);
+}
+
+// --- CRC-32C -----------------------------------------------------------------
+
+template <std::uint32_t (*Crc)(std::uint32_t, const void*, std::size_t)>
+void crc_over_records(benchmark::State& state) {
+  std::uint64_t bytes = 0;
+  for (const auto& r : data().records) bytes += r.size();
+  for (auto _ : state) {
+    std::uint32_t acc = 0;
+    for (const auto& r : data().records) acc ^= Crc(0, r.data(), r.size());
+    benchmark::DoNotOptimize(acc);
+  }
+  state.SetItemsProcessed(state.iterations() * data().num_records);
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+}
+
+template <std::uint32_t (*Crc)(std::uint32_t, const void*, std::size_t)>
+void crc_in_cache(benchmark::State& state) {
+  // One reader window (256 KiB) of the same bytes, cache-resident.
+  std::string window;
+  for (const auto& r : data().records) {
+    if (window.size() >= ingest::default_buffer_size) break;
+    window += r;
+  }
+  window.resize(ingest::default_buffer_size);
+  for (auto _ : state) benchmark::DoNotOptimize(Crc(0, window.data(), window.size()));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(window.size()));
+}
+
+// --- GZIP --------------------------------------------------------------------
+
+void bare_inflate(benchmark::State& state) {
+  std::vector<char> in(ingest::default_buffer_size), out(ingest::default_buffer_size);
+  for (auto _ : state) {
+    std::uint64_t produced = 0;
+    for (const auto& path : data().gzip) {
+      const int fd = ::open(path.c_str(), O_RDONLY);
+      z_stream zs{};
+      inflateInit2(&zs, MAX_WBITS + 16);
+      int rc = Z_OK;
+      while (rc != Z_STREAM_END) {
+        if (zs.avail_in == 0) {
+          const ::ssize_t got = ::read(fd, in.data(), in.size());
+          if (got <= 0) break;
+          zs.next_in = reinterpret_cast<Bytef*>(in.data());
+          zs.avail_in = static_cast<uInt>(got);
+        }
+        zs.next_out = reinterpret_cast<Bytef*>(out.data());
+        zs.avail_out = static_cast<uInt>(out.size());
+        rc = inflate(&zs, Z_NO_FLUSH);
+        if (rc != Z_OK && rc != Z_STREAM_END) break;
+        produced += out.size() - zs.avail_out;
+        benchmark::DoNotOptimize(out.data());
+      }
+      inflateEnd(&zs);
+      ::close(fd);
+    }
+    benchmark::DoNotOptimize(produced);
+  }
+  count(state, data().gzip_bytes);
+}
+
+// --- parsing -----------------------------------------------------------------
+
+const ingest::ExampleSpec& w3_spec() {
+  static const ingest::ExampleSpec spec{
+      {"image", ingest::FixedLenFeature{.dtype = ingest::FeatureType::bytes}},
+      {"label", ingest::FixedLenFeature{.dtype = ingest::FeatureType::int64}},
+  };
+  return spec;
+}
+
+// The first 4,096 records (about 12 MiB): what the parse benchmarks parse.
+std::span<const std::string> parse_window() {
+  const auto& all = data().records;
+  return std::span(all).first(std::min<std::size_t>(all.size(), 4096));
+}
+
+void count_parsed(benchmark::State& state) {
+  std::uint64_t bytes = 0;
+  for (const auto& r : parse_window()) bytes += r.size();
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(parse_window().size()));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+}
+
+void protobuf_parse(benchmark::State& state) {
+  ingest_test::tf::Example ex;
+  for (auto _ : state) {
+    std::int64_t sum = 0;
+    for (const auto& r : parse_window()) {
+      if (!ex.ParseFromString(r)) state.SkipWithError("protobuf could not parse a record");
+      const auto& features = ex.features().feature();
+      const std::string& image = features.at("image").bytes_list().value(0);
+      sum += features.at("label").int64_list().value(0) + static_cast<unsigned char>(image[7]);
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  count_parsed(state);
+}
+
+void ingest_parse(benchmark::State& state) {
+  ingest::ParsedExample parsed;
+  for (auto _ : state) {
+    std::int64_t sum = 0;
+    for (const auto& r : parse_window()) {
+      ingest::parse_example(r, w3_spec(), parsed);
+      const std::string_view image = parsed.at(0).bytes[0];
+      sum += parsed.at(1).values.data<std::int64_t>()[0] + static_cast<unsigned char>(image[7]);
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  count_parsed(state);
+}
+
+void ingest_parse_batch(benchmark::State& state) {
+  const auto records = parse_window();
+  for (auto _ : state) {
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < records.size(); i += batch_size) {
+      const std::size_t n = std::min<std::size_t>(batch_size, records.size() - i);
+      const ingest::ParsedExample b = ingest::parse_example_batch(records.subspan(i, n), w3_spec());
+      sum += b.at(1).values.data<std::int64_t>()[n - 1] +
+             static_cast<unsigned char>(b.at(0).bytes[n - 1][7]);
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  count_parsed(state);
+}
+
+// --- the pipeline ------------------------------------------------------------
+
+// One record to (image float32[32, 32, 3] in [-1, 1], label).
+struct DecodeExample {
+  ingest::ParsedExample parsed{};
+  std::pair<ingest::Tensor, std::int64_t> operator()(const std::string& record) {
+    ingest::parse_example(record, w3_spec(), parsed);
+    const ingest::Tensor pixels =
+        ingest::decode_raw(parsed.at(0).bytes[0], ingest::DType::uint8, ingest::Shape{32, 32, 3});
+    ingest::Tensor image(ingest::DType::float32, ingest::Shape{32, 32, 3});
+    const std::uint8_t* in = pixels.data<std::uint8_t>();
+    float* out = image.data<float>();
+    for (std::size_t i = 0; i < image_bytes; ++i)
+      out[i] = (static_cast<float>(in[i]) - 127.5f) / 127.5f;
+    return {std::move(image), parsed.at(1).values.data<std::int64_t>()[0]};
+  }
+};
+
+auto w3_sequential_pipeline(const std::vector<std::string>& shards, ingest::Compression c) {
+  return ingest::tfrecord(shards, {.compression = c}).map(DecodeExample{}).batch(batch_size);
+}
+
+void pipeline(benchmark::State& state, bool gzip) {
+  const auto ds =
+      w3_sequential_pipeline(gzip ? data().gzip : data().plain,
+                             gzip ? ingest::Compression::gzip : ingest::Compression::none);
+  for (auto _ : state) {
+    double sum = 0;
+    std::int64_t labels = 0;
+    for (const auto& [images, batch_labels] : ds) {
+      sum += images.data<float>()[0];
+      labels += batch_labels.data<std::int64_t>()[0];
+    }
+    benchmark::DoNotOptimize(sum);
+    benchmark::DoNotOptimize(labels);
+  }
+  count(state, gzip ? data().gzip_bytes : data().plain_bytes);
+}
+
+}  // namespace
+
+void ingest::bench::register_benchmarks(const Config& config) {
+  const std::int64_t n = config.smoke ? 2'000 : 100'000;
+  generate(n);
+  note("W3 data: " + std::to_string(n) + " records in " + std::to_string(num_shards) + " shards, " +
+       std::to_string(data().plain_bytes >> 20) + " MiB plain, " +
+       std::to_string(data().gzip_bytes >> 20) +
+       " MiB gzip; hardware crc32c: " + (detail::crc32c_hardware_available() ? "yes" : "no"));
+  auto ms = [](benchmark::internal::Benchmark* b) { b->Unit(benchmark::kMillisecond); };
+
+  ms(benchmark::RegisterBenchmark("W3/read/page_cache", page_cache_read));
+  ms(benchmark::RegisterBenchmark("W3/read/tfrecord", tfrecord_dataset, false,
+                                  ingest::TFRecordOptions{}));
+  ms(benchmark::RegisterBenchmark("W3/read/tfrecord_no_mmap", tfrecord_dataset, false,
+                                  ingest::TFRecordOptions{.memory_map = false}));
+  ms(benchmark::RegisterBenchmark("W3/read/tfrecord_no_crc", tfrecord_dataset, false,
+                                  ingest::TFRecordOptions{.verify_crc = false}));
+  ms(benchmark::RegisterBenchmark("W3/read/tfrecord_read_view", tfrecord_views));
+  set_reference("W3/read/", "W3/read/page_cache");
+
+  ms(benchmark::RegisterBenchmark("W3/crc32c/portable_records",
+                                  crc_over_records<detail::crc32c_portable>));
+  ms(benchmark::RegisterBenchmark("W3/crc32c/dispatch_records", crc_over_records<crc32c_extend>));
+  benchmark::RegisterBenchmark("W3/crc32c/dispatch_256KiB_in_cache", crc_in_cache<crc32c_extend>);
+  benchmark::RegisterBenchmark("W3/crc32c/portable_256KiB_in_cache",
+                               crc_in_cache<detail::crc32c_portable>);
+
+  ms(benchmark::RegisterBenchmark("W3/gzip/inflate", bare_inflate));
+  ms(benchmark::RegisterBenchmark("W3/gzip/tfrecord", tfrecord_dataset, true,
+                                  ingest::TFRecordOptions{}));
+  set_reference("W3/gzip/", "W3/gzip/inflate");
+
+  ms(benchmark::RegisterBenchmark("W3/parse/protobuf", protobuf_parse));
+  ms(benchmark::RegisterBenchmark("W3/parse/ingest", ingest_parse));
+  ms(benchmark::RegisterBenchmark("W3/parse/ingest_batch", ingest_parse_batch));
+  set_reference("W3/parse/", "W3/parse/protobuf");
+
+  ms(benchmark::RegisterBenchmark("W3/pipeline/sequential", pipeline, false));
+  ms(benchmark::RegisterBenchmark("W3/pipeline/sequential_gzip", pipeline, true));
+  set_reference("W3/pipeline/", "W3/read/page_cache");
+}

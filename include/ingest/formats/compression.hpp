@@ -1,0 +1,382 @@
+// Byte streams under every reader and writer of ingest: InputStream reads a
+// file (plain, or a zlib / gzip stream inflated on the fly) through one large
+// reused window; OutputStream writes one (deflating if asked) under a
+// temporary name and renames it into place on close. tf.data counterpart:
+// io::InputBuffer, io::ZlibInputStream, io::ZlibOutputBuffer. Gzip input may
+// hold several concatenated members. Neither class is synchronised.
+#pragma once
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ingest/core/errors.hpp"
+#include "ingest/formats/file.hpp"
+
+namespace ingest {
+
+/// How a file's bytes are stored: as they are, or as one zlib or gzip stream
+/// over the whole file (tf: compression_type "", "ZLIB", "GZIP").
+enum class Compression : std::uint8_t { none, gzip, zlib };
+
+/// "none", "gzip" or "zlib".
+constexpr std::string_view compression_name(Compression c) noexcept {
+  switch (c) {
+    case Compression::none: return "none";
+    case Compression::gzip: return "gzip";
+    case Compression::zlib: return "zlib";
+  }
+  return "unknown";
+}
+
+/// Default read and write buffer of every reader and writer (tf.data's too).
+inline constexpr std::size_t default_buffer_size = std::size_t{256} << 10;
+
+namespace detail {
+
+// zlib's window bits for each compression: 15, plus 16 for a gzip wrapper.
+constexpr int zlib_window_bits(Compression c) noexcept {
+  return c == Compression::gzip ? MAX_WBITS + 16 : MAX_WBITS;
+}
+
+// zlib counts in uInt; feed it at most this much per call.
+constexpr std::size_t zlib_chunk(std::size_t n) noexcept {
+  return std::min<std::size_t>(n, std::size_t{1} << 30);
+}
+
+/// Inflates a zlib or gzip file, member after member. Lives on the heap
+/// because zlib's state points back at its z_stream.
+class Inflater {
+ public:
+  Inflater(Compression compression, std::size_t buffer_size)
+      : compression_(compression), capacity_(std::max<std::size_t>(buffer_size, 64)) {
+    input_.reset(new char[capacity_]);
+    if (inflateInit2(&zs_, zlib_window_bits(compression)) != Z_OK) throw std::bad_alloc();
+  }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+  ~Inflater() { inflateEnd(&zs_); }
+
+  /// Inflates up to n bytes into dst; returns 0 at the clean end of the data.
+  /// Throws DataLossError for corrupt or truncated compressed data.
+  std::size_t read(FileReader& file, char* dst, std::size_t n) {
+    if (finished_ || n == 0) return 0;
+    n = zlib_chunk(n);
+    zs_.next_out = reinterpret_cast<Bytef*>(dst);
+    zs_.avail_out = static_cast<uInt>(n);
+    while (zs_.avail_out == n) {
+      if (zs_.avail_in == 0 && !input_eof_) {
+        const std::size_t got = file.read(input_.get(), capacity_);
+        zs_.next_in = reinterpret_cast<Bytef*>(input_.get());
+        zs_.avail_in = static_cast<uInt>(got);
+        if (got == 0) input_eof_ = true;
+      }
+      if (zs_.avail_in == 0 && input_eof_) {
+        if (!in_member_) {
+          finished_ = true;  // the file ends between members (or is empty)
+          break;
+        }
+        throw corrupt(file, "truncated " + std::string(compression_name(compression_)) +
+                                " stream: the file ends inside compressed data");
+      }
+      in_member_ = true;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        in_member_ = false;  // another member may follow
+        if (inflateReset(&zs_) != Z_OK) throw corrupt(file, "cannot restart inflation");
+      } else if (rc == Z_BUF_ERROR) {
+        if (zs_.avail_in != 0) throw corrupt(file, "inflation made no progress");
+      } else if (rc != Z_OK) {
+        if (rc == Z_MEM_ERROR) throw std::bad_alloc();
+        throw corrupt(file, std::string("corrupted ") +
+                                std::string(compression_name(compression_)) +
+                                " stream: " + (zs_.msg ? zs_.msg : "error " + std::to_string(rc)));
+      }
+    }
+    const std::size_t produced = n - zs_.avail_out;
+    produced_ += produced;
+    return produced;
+  }
+
+  /// Compressed bytes consumed so far.
+  std::uint64_t compressed_position(const FileReader& file) const noexcept {
+    return file.position() - zs_.avail_in;
+  }
+
+ private:
+  DataLossError corrupt(const FileReader& file, std::string what) const {
+    return DataLossError(
+        what + " (compressed offset " + std::to_string(compressed_position(file)) + ")",
+        {.file = file.path(), .offset = produced_});
+  }
+
+  z_stream zs_{};
+  Compression compression_;
+  std::unique_ptr<char[]> input_;
+  std::size_t capacity_;
+  std::uint64_t produced_ = 0;
+  bool input_eof_ = false;
+  bool in_member_ = false;
+  bool finished_ = false;
+};
+
+/// Deflates into an AtomicFileWriter. Lives on the heap (see Inflater).
+class Deflater {
+ public:
+  Deflater(Compression compression, int level, std::size_t buffer_size)
+      : capacity_(std::max<std::size_t>(buffer_size, 64)) {
+    output_.reset(new char[capacity_]);
+    if (deflateInit2(&zs_, level, Z_DEFLATED, zlib_window_bits(compression), 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw InvalidArgument("invalid compression level " + std::to_string(level) +
+                            " (use -1 for the default, or 0..9)");
+    }
+  }
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
+  ~Deflater() { deflateEnd(&zs_); }
+
+  /// Compresses n bytes (flush = Z_NO_FLUSH) or finishes the stream (Z_FINISH).
+  void deflate_into(AtomicFileWriter& file, const char* data, std::size_t n, int flush) {
+    do {
+      const std::size_t chunk = zlib_chunk(n);
+      zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+      zs_.avail_in = static_cast<uInt>(chunk);
+      data += chunk;
+      n -= chunk;
+      const int step_flush = n == 0 ? flush : Z_NO_FLUSH;
+      for (;;) {
+        zs_.next_out = reinterpret_cast<Bytef*>(output_.get());
+        zs_.avail_out = static_cast<uInt>(capacity_);
+        const int rc = deflate(&zs_, step_flush);
+        if (rc == Z_STREAM_ERROR) throw InternalError("deflate failed", {.file = file.path()});
+        file.write(output_.get(), capacity_ - zs_.avail_out);
+        if (step_flush == Z_FINISH ? rc == Z_STREAM_END : zs_.avail_out != 0) break;
+      }
+    } while (n != 0);
+  }
+
+ private:
+  z_stream zs_{};
+  std::unique_ptr<char[]> output_;
+  std::size_t capacity_;
+};
+
+/// Decompressed bytes of a file through one reused window. Readers look at
+/// data()/available(), ask fill(n) for more and consume() what they used;
+/// read() copies into the caller's buffer (straight from the file when the
+/// request is large). With `memory_map`, a plain regular file is mapped and
+/// the window is the whole file (no copy into a buffer; a file truncated in
+/// place by another process while mapped raises SIGBUS). Errors: IoError
+/// (open, read), DataLossError (corrupt compressed data), both naming the file.
+class InputStream {
+ public:
+  InputStream(std::string path, Compression compression,
+              std::size_t buffer_size = default_buffer_size, std::string_view stage = {},
+              bool memory_map = false)
+      : file_(std::move(path), stage),
+        capacity_(std::max<std::size_t>(buffer_size, 64)),
+        compression_(compression) {
+    if (compression != Compression::none) {
+      inflater_ = std::make_unique<Inflater>(compression, capacity_);
+    } else if (memory_map) {
+      mapping_ = FileMapping(file_);
+    }
+    if (!mapping_.empty()) {
+      base_ = mapping_.data();
+      end_ = capacity_ = mapping_.size();
+      source_done_ = true;
+    } else {
+      buffer_.reset(new char[capacity_]);
+      base_ = buffer_.get();
+    }
+  }
+
+  const std::string& path() const noexcept { return file_.path(); }
+  Compression compression() const noexcept { return compression_; }
+
+  /// The unconsumed bytes in the window; valid until the next fill() or read().
+  const char* data() const noexcept { return base_ + begin_; }
+  std::size_t available() const noexcept { return end_ - begin_; }
+  /// Marks n of the available bytes used.
+  void consume(std::size_t n) noexcept {
+    begin_ += n;
+    offset_ += n;
+    if (!mapping_.empty()) mapping_.release_before(begin_);
+  }
+  /// True if the file is memory-mapped: the window holds all of it.
+  bool mapped() const noexcept { return !mapping_.empty(); }
+  /// Offset of data() in the (decompressed) stream.
+  std::uint64_t offset() const noexcept { return offset_; }
+
+  /// Makes at least `want` bytes available unless the stream ends first;
+  /// returns available() >= want. Moves the window (data() changes) and grows
+  /// it past the buffer size only when `want` exceeds it.
+  bool fill(std::size_t want) {
+    if (available() >= want) return true;
+    if (source_done_) return false;
+    if (want > capacity_) {
+      grow(std::max(want, capacity_ * 2));
+    } else if (begin_ + want > capacity_) {
+      compact();
+    }
+    while (available() < want && !source_done_) {
+      if (end_ == capacity_) compact();
+      const std::size_t got = source_read(buffer_.get() + end_, capacity_ - end_);
+      if (got == 0) source_done_ = true;
+      end_ += got;
+    }
+    return available() >= want;
+  }
+
+  /// Reads up to n bytes into dst, consuming them; fewer only at the end.
+  std::size_t read(char* dst, std::size_t n) {
+    std::size_t done = std::min(n, available());
+    std::memcpy(dst, data(), done);
+    consume(done);
+    while (done < n) {
+      const std::size_t rest = n - done;
+      if (rest >= capacity_ / 2) {  // large: skip the window
+        const std::size_t got = source_done_ ? 0 : source_read(dst + done, rest);
+        if (got == 0) {
+          source_done_ = true;
+          break;
+        }
+        done += got;
+        offset_ += got;
+      } else {
+        fill(rest);
+        const std::size_t take = std::min(rest, available());
+        if (take == 0) break;
+        std::memcpy(dst + done, data(), take);
+        consume(take);
+        done += take;
+      }
+    }
+    return done;
+  }
+
+  /// Bytes left in the stream, when known (plain regular files).
+  std::optional<std::uint64_t> remaining() const noexcept {
+    if (mapped()) return available();
+    if (compression_ != Compression::none || !file_.has_size()) return std::nullopt;
+    const std::uint64_t read_so_far = file_.position();
+    const std::uint64_t left_in_file = file_.size() > read_so_far ? file_.size() - read_so_far : 0;
+    return left_in_file + available();
+  }
+
+ private:
+  std::size_t source_read(char* dst, std::size_t n) {
+    if (!inflater_) return file_.read(dst, n);
+    return inflater_->read(file_, dst, n);
+  }
+  void compact() noexcept {
+    if (begin_ == 0) return;
+    std::memmove(buffer_.get(), base_ + begin_, available());
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  void grow(std::size_t capacity) {
+    std::unique_ptr<char[]> bigger(new char[capacity]);
+    std::memcpy(bigger.get(), data(), available());
+    end_ -= begin_;
+    begin_ = 0;
+    buffer_ = std::move(bigger);
+    base_ = buffer_.get();
+    capacity_ = capacity;
+  }
+
+  FileReader file_;
+  std::unique_ptr<Inflater> inflater_;
+  FileMapping mapping_;
+  std::unique_ptr<char[]> buffer_;
+  const char* base_ = nullptr;  // buffer_ or the mapping
+  std::size_t capacity_;
+  std::size_t begin_ = 0, end_ = 0;
+  std::uint64_t offset_ = 0;
+  Compression compression_;
+  bool source_done_ = false;
+};
+
+/// Writes a file through a buffer, deflating when asked, under a temporary
+/// name; close() finishes the stream and renames the file into place.
+/// Destroyed without close(), it leaves nothing under the final name.
+class OutputStream {
+ public:
+  OutputStream(std::string path, Compression compression, int level = Z_DEFAULT_COMPRESSION,
+               std::size_t buffer_size = default_buffer_size, std::string_view stage = {})
+      : file_(std::move(path), stage), capacity_(std::max<std::size_t>(buffer_size, 64)) {
+    buffer_.reset(new char[capacity_]);
+    if (compression != Compression::none) {
+      deflater_ = std::make_unique<Deflater>(compression, level, capacity_);
+    }
+  }
+
+  /// Appends n bytes. Throws IoError.
+  void write(const void* data, std::size_t n) {
+    require_open();
+    const auto* p = static_cast<const char*>(data);
+    if (size_ + n <= capacity_) {
+      std::memcpy(buffer_.get() + size_, p, n);
+      size_ += n;
+      return;
+    }
+    drain();
+    if (n >= capacity_ / 2) {
+      sink(p, n, Z_NO_FLUSH);
+    } else {
+      std::memcpy(buffer_.get(), p, n);
+      size_ = n;
+    }
+  }
+
+  /// Finishes the stream and renames the file to its final name.
+  void close() {
+    require_open();
+    drain();
+    if (deflater_) deflater_->deflate_into(file_, nullptr, 0, Z_FINISH);
+    file_.commit();
+  }
+
+  bool is_open() const noexcept { return file_.is_open(); }
+  const std::string& path() const noexcept { return file_.path(); }
+  const std::string& temp_path() const noexcept { return file_.temp_path(); }
+
+ private:
+  void require_open() const {
+    if (!file_.is_open()) {
+      throw InvalidArgument("the file was already closed", {.file = file_.path()});
+    }
+  }
+  void drain() {
+    if (size_ == 0) return;
+    sink(buffer_.get(), size_, Z_NO_FLUSH);
+    size_ = 0;
+  }
+  void sink(const char* p, std::size_t n, int flush) {
+    if (deflater_) {
+      deflater_->deflate_into(file_, p, n, flush);
+    } else {
+      file_.write(p, n);
+    }
+  }
+
+  AtomicFileWriter file_;
+  std::unique_ptr<Deflater> deflater_;
+  std::unique_ptr<char[]> buffer_;
+  std::size_t capacity_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace detail
+}  // namespace ingest

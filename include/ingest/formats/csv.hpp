@@ -1,0 +1,220 @@
+// CSV records (RFC 4180) read from an InputStream: fields separated by a
+// delimiter, records by "\n" or "\r\n"; a field in double quotes may hold
+// delimiters, newlines and doubled quotes (""). Completely empty lines are
+// skipped. tf counterpart: the record splitting of CsvDataset. Errors are
+// InvalidArgument naming the file, line and column. Not synchronised.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/errors.hpp"
+#include "ingest/formats/compression.hpp"
+
+namespace ingest::detail {
+
+/// How a CSV file is split.
+struct CsvDialect {
+  char delimiter = ',';
+  bool quoting = true;  ///< treat '"' as the quote character (tf: use_quote_delim)
+};
+
+/// Splits a file into records of fields. The fields' views are valid until
+/// the next call to next().
+class CsvRecordReader {
+ public:
+  CsvRecordReader(const std::string& path, Compression compression, std::size_t buffer_size,
+                  CsvDialect dialect)
+      : stream_(path, compression, buffer_size, "csv"), dialect_(dialect) {}
+
+  /// Reads the next record; false at the end of the file. A malformed record
+  /// throws InvalidArgument after being consumed.
+  bool next() {
+    for (;;) {
+      const bool eof = source_done_;
+      const char* base = stream_.data();  // still valid after consume(), until fill()
+      const Scan r = scan(base, stream_.available(), eof);
+      if (r.status == Scan::need_more) {
+        if (!stream_.fill(stream_.available() + 1)) source_done_ = true;
+        continue;
+      }
+      if (r.status == Scan::end) return false;
+      stream_.consume(r.length);
+      record_line_ = line_;
+      line_ += r.newlines;
+      if (r.status == Scan::error) {
+        throw InvalidArgument(error_.message, {.file = stream_.path(),
+                                               .line = record_line_ + error_.line_delta,
+                                               .column = error_.column});
+      }
+      if (r.status == Scan::blank) continue;
+      finish_views(base);
+      return true;
+    }
+  }
+
+  std::size_t size() const noexcept { return views_.size(); }
+  std::string_view field(std::size_t i) const noexcept { return views_[i]; }
+  /// 1-based line of field i (a quoted field may span lines).
+  std::int64_t field_line(std::size_t i) const noexcept {
+    return record_line_ + fields_[i].line_delta;
+  }
+  /// 1-based line where the current record starts.
+  std::int64_t record_line() const noexcept { return record_line_; }
+  const std::string& path() const noexcept { return stream_.path(); }
+
+ private:
+  struct Scan {
+    enum Status { record, blank, need_more, end, error } status;
+    std::size_t length = 0;     // bytes of the record and its terminator
+    std::int64_t newlines = 0;  // newlines in those bytes
+  };
+  struct Field {
+    std::size_t begin, size;
+    bool in_scratch;
+    std::int64_t line_delta;
+  };
+  struct Failure {
+    std::string message;
+    std::int64_t line_delta = 0;
+    std::int64_t column = 0;
+  };
+
+  static std::int64_t count_newlines(const char* p, std::size_t n) noexcept {
+    std::int64_t c = 0;
+    for (const char* q = p; (q = static_cast<const char*>(std::memchr(q, '\n', n - (q - p))));
+         ++q) {
+      ++c;
+    }
+    return c;
+  }
+
+  // Scans one record at p[0, n). need_more unless the record is complete or
+  // the data ends (eof).
+  Scan scan(const char* p, std::size_t n, bool eof) {
+    fields_.clear();
+    scratch_.clear();
+    if (n == 0) return {eof ? Scan::end : Scan::need_more};
+    if (p[0] == '\n') return {Scan::blank, 1, 1};
+    if (p[0] == '\r') {
+      if (n == 1 && !eof) return {Scan::need_more};
+      if (n > 1 && p[1] == '\n') return {Scan::blank, 2, 1};
+    }
+    const char delim = dialect_.delimiter;
+    std::size_t pos = 0;
+    std::int64_t lines = 0;
+    auto fail = [&](std::string message, std::int64_t line_delta, std::size_t column,
+                    std::size_t skip_to) -> Scan {
+      error_ = {std::move(message), line_delta, static_cast<std::int64_t>(column)};
+      // Consume through the end of the line the error is on.
+      const void* nl = std::memchr(p + skip_to, '\n', n - skip_to);
+      if (!nl && !eof) return {Scan::need_more};
+      const std::size_t end =
+          nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - p) + 1 : n;
+      return {Scan::error, end, count_newlines(p, end)};
+    };
+    for (;;) {
+      const std::size_t column = fields_.size() + 1;
+      const std::int64_t field_line = lines;
+      if (dialect_.quoting && pos < n && p[pos] == '"') {
+        std::size_t q = pos + 1;
+        const std::size_t content = q;
+        bool escaped = false;
+        for (;;) {
+          const void* found = std::memchr(p + q, '"', n - q);
+          if (!found) {
+            if (!eof) return {Scan::need_more};
+            return fail("unterminated quoted field", field_line, column, n);
+          }
+          q = static_cast<std::size_t>(static_cast<const char*>(found) - p);
+          if (q + 1 == n && !eof) return {Scan::need_more};
+          if (q + 1 < n && p[q + 1] == '"') {
+            escaped = true;
+            q += 2;
+            continue;
+          }
+          break;
+        }
+        lines += count_newlines(p + content, q - content);
+        add_field(p, content, q - content, escaped, field_line);
+        pos = q + 1;
+        if (pos == n) {
+          if (!eof) return {Scan::need_more};
+          return {Scan::record, pos, lines};
+        }
+        if (p[pos] == delim) {
+          ++pos;
+          continue;
+        }
+        if (p[pos] == '\n') return {Scan::record, pos + 1, lines + 1};
+        if (p[pos] == '\r') {
+          if (pos + 1 == n && !eof) return {Scan::need_more};
+          if (pos + 1 < n && p[pos + 1] == '\n') return {Scan::record, pos + 2, lines + 1};
+        }
+        return fail("unexpected character after the closing quote of a quoted field", lines, column,
+                    pos);
+      }
+      std::size_t q = pos;
+      while (q < n && p[q] != delim && p[q] != '\n') {
+        if (dialect_.quoting && p[q] == '"') {
+          return fail("a quote inside an unquoted field (quote the field and double the quote)",
+                      lines, column, q);
+        }
+        ++q;
+      }
+      if (q == n) {
+        if (!eof) return {Scan::need_more};
+        add_field(p, pos, q - pos, false, field_line);
+        return {Scan::record, n, lines};
+      }
+      if (p[q] == delim) {
+        add_field(p, pos, q - pos, false, field_line);
+        pos = q + 1;
+        continue;
+      }
+      std::size_t end = q;
+      if (end > pos && p[end - 1] == '\r') --end;
+      add_field(p, pos, end - pos, false, field_line);
+      return {Scan::record, q + 1, lines + 1};
+    }
+  }
+
+  void add_field(const char* p, std::size_t begin, std::size_t size, bool escaped,
+                 std::int64_t line_delta) {
+    if (!escaped) {
+      fields_.push_back({begin, size, false, line_delta});
+      return;
+    }
+    const std::size_t start = scratch_.size();
+    for (std::size_t i = begin; i < begin + size; ++i) {
+      scratch_ += p[i];
+      if (p[i] == '"') ++i;  // "" -> "
+    }
+    fields_.push_back({start, scratch_.size() - start, true, line_delta});
+  }
+
+  // Views are made once the record is complete: scratch_ may have moved while growing.
+  void finish_views(const char* base) {
+    views_.clear();
+    for (const Field& f : fields_) {
+      views_.emplace_back(f.in_scratch ? scratch_.data() + f.begin : base + f.begin, f.size);
+    }
+  }
+
+  InputStream stream_;
+  CsvDialect dialect_;
+  std::vector<Field> fields_;
+  std::vector<std::string_view> views_;
+  std::string scratch_;
+  Failure error_;
+  std::int64_t line_ = 1;
+  std::int64_t record_line_ = 0;
+  bool source_done_ = false;
+};
+
+}  // namespace ingest::detail

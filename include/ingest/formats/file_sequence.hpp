@@ -1,0 +1,132 @@
+// The dataset and iterator every file-reading source shares (tfrecord,
+// text_lines, csv, fixed_length_records): opens its files one after another
+// with a per-file reader and yields the reader's records. Errors carry the stage and file; a
+// DataLossError or IoError abandons the rest of that file and the next call
+// moves on to the next file (tf.data behaviour, so ignore_errors cannot loop
+// on one bad file), while other errors (a bad CSV field) skip only the record.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+/// The files a source reads: one path, a braced list, or a vector of paths.
+/// Copies share the list.
+class FileList {
+ public:
+  FileList(std::vector<std::string> paths)  // NOLINT: implicit on purpose
+      : paths_(std::make_shared<const std::vector<std::string>>(std::move(paths))) {}
+  FileList(std::initializer_list<std::string> paths) : FileList(std::vector<std::string>(paths)) {}
+  FileList(std::string path)  // NOLINT
+      : FileList(std::vector<std::string>{std::move(path)}) {}
+  FileList(const char* path) : FileList(std::string(path)) {}       // NOLINT
+  FileList(std::string_view path) : FileList(std::string(path)) {}  // NOLINT
+
+  const std::vector<std::string>& paths() const noexcept { return *paths_; }
+  std::size_t size() const noexcept { return paths_->size(); }
+  const std::string& operator[](std::size_t i) const noexcept { return (*paths_)[i]; }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> paths_;
+};
+
+}  // namespace ingest
+
+namespace ingest::detail {
+
+/// Reader: constructible from (const std::string& path, const Options&), with
+/// `std::optional<T> read()` returning std::nullopt at the end of its file.
+template <class Reader, class Options>
+class FileSequenceIterator {
+ public:
+  using value_type = typename decltype(std::declval<Reader&>().read())::value_type;
+
+  FileSequenceIterator(FileList paths, Options options, const char* stage)
+      : paths_(std::move(paths)), options_(std::move(options)), stage_(stage) {}
+
+  std::optional<value_type> next() {
+    for (;;) {
+      if (!reader_) {
+        if (file_ == paths_.size()) return std::nullopt;
+        const std::string& path = paths_[file_++];
+        try {
+          reader_.emplace(path, options_);
+        } catch (Error& e) {
+          e.add_context({.stage = stage_, .element = produced_, .file = path});
+          throw;
+        }
+      }
+      try {
+        if (std::optional<value_type> x = reader_->read()) {
+          ++produced_;
+          return x;
+        }
+        reader_.reset();
+      } catch (Error& e) {
+        e.add_context({.stage = stage_, .element = produced_, .file = paths_[file_ - 1]});
+        ++produced_;  // the failed record counts as consumed
+        if (dynamic_cast<const DataLossError*>(&e) || dynamic_cast<const IoError*>(&e)) {
+          reader_.reset();
+        }
+        throw;
+      }
+    }
+  }
+
+ private:
+  FileList paths_;
+  Options options_;
+  const char* stage_;
+  std::size_t file_ = 0;
+  std::int64_t produced_ = 0;
+  std::optional<Reader> reader_;
+};
+
+/// Throws InvalidArgument unless a reader's buffer size is positive.
+inline void check_buffer_size(std::size_t buffer_size, const char* stage) {
+  if (buffer_size == 0) {
+    throw InvalidArgument(std::string(stage) + ": buffer_size must be > 0", {.stage = stage});
+  }
+}
+
+}  // namespace ingest::detail
+
+namespace ingest {
+
+/// A dataset of the records of `paths`, read file after file by Reader with
+/// Options (see FileSequenceIterator). Copies share the file list; each
+/// iterator opens its own files.
+template <class Reader, class Options, const char* Stage>
+class FileDataset
+    : public DatasetBase<FileDataset<Reader, Options, Stage>,
+                         typename detail::FileSequenceIterator<Reader, Options>::value_type> {
+ public:
+  static constexpr std::string_view stage_name = Stage;
+
+  FileDataset(FileList paths, Options options)
+      : paths_(std::move(paths)), options_(std::move(options)) {}
+
+  detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext&) const {
+    return {paths_, options_, Stage};
+  }
+
+  const FileList& paths() const noexcept { return paths_; }
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  FileList paths_;
+  Options options_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,285 @@
+// list_files(pattern, {.shuffle, .seed}): the paths matching a glob pattern,
+// as a dataset of std::string, sorted unless shuffled. tf.data counterpart:
+// Dataset.list_files (which shuffles by default; ingest sorts unless asked).
+// The pattern is matched once, when the dataset is built: `*`, `?` and
+// `[...]` (ranges, `!` or `^` to negate) may appear in any path component,
+// `\` escapes. As in a shell, wildcards do not match a leading '.', so hidden
+// files (and TFRecordWriter's temporary files) are not listed. No match
+// throws InvalidArgument naming the pattern.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+/// Options of list_files.
+struct ListFilesOptions {
+  /// Shuffle the paths instead of sorting them.
+  bool shuffle = false;
+  /// Seed of the shuffle; none draws one from std::random_device.
+  std::optional<std::uint64_t> seed = {};
+  /// With shuffle: a new order each pass (each epoch), still determined by the seed.
+  bool reshuffle_each_iteration = true;
+};
+
+namespace detail {
+
+/// fnmatch-style matching of one path component: `*`, `?`, `[...]`, `\` escapes.
+inline bool glob_match(std::string_view pattern, std::string_view name) {
+  if (!name.empty() && name[0] == '.' && (pattern.empty() || pattern[0] != '.')) {
+    // Wildcards do not match a leading dot.
+    if (!pattern.empty() && (pattern[0] == '*' || pattern[0] == '?' || pattern[0] == '[')) {
+      return false;
+    }
+  }
+  std::size_t p = 0, n = 0;
+  std::size_t star_p = std::string_view::npos, star_n = 0;
+  while (n < name.size()) {
+    bool matched = false;
+    std::size_t next_p = p;
+    if (p < pattern.size()) {
+      const char c = pattern[p];
+      if (c == '*') {
+        star_p = ++p;
+        star_n = n;
+        continue;
+      }
+      if (c == '?') {
+        matched = true;
+        next_p = p + 1;
+      } else if (c == '[') {
+        std::size_t q = p + 1;
+        bool negate = false;
+        if (q < pattern.size() && (pattern[q] == '!' || pattern[q] == '^')) {
+          negate = true;
+          ++q;
+        }
+        bool in = false, closed = false;
+        const std::size_t first = q;
+        while (q < pattern.size()) {
+          if (pattern[q] == ']' && q > first) {
+            closed = true;
+            break;
+          }
+          char lo = pattern[q];
+          if (lo == '\\' && q + 1 < pattern.size()) lo = pattern[++q];
+          char hi = lo;
+          if (q + 2 < pattern.size() && pattern[q + 1] == '-' && pattern[q + 2] != ']') {
+            hi = pattern[q + 2];
+            if (hi == '\\' && q + 3 < pattern.size()) hi = pattern[++q + 2];
+            q += 2;
+          }
+          if (lo <= name[n] && name[n] <= hi) in = true;
+          ++q;
+        }
+        if (closed) {
+          matched = in != negate;
+          next_p = q + 1;
+        } else {
+          matched = name[n] == '[';  // an unclosed bracket is literal
+          next_p = p + 1;
+        }
+      } else {
+        char lit = c;
+        next_p = p + 1;
+        if (c == '\\' && p + 1 < pattern.size()) {
+          lit = pattern[p + 1];
+          next_p = p + 2;
+        }
+        matched = lit == name[n];
+      }
+    }
+    if (matched) {
+      p = next_p;
+      ++n;
+    } else if (star_p != std::string_view::npos) {
+      p = star_p;
+      n = ++star_n;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+inline bool has_wildcard(std::string_view component) {
+  return component.find_first_of("*?[\\") != std::string_view::npos;
+}
+
+// Removes the escapes of a component without wildcards.
+inline std::string unescape_glob(std::string_view component) {
+  std::string out;
+  for (std::size_t i = 0; i < component.size(); ++i) {
+    if (component[i] == '\\' && i + 1 < component.size()) ++i;
+    out += component[i];
+  }
+  return out;
+}
+
+/// Every existing file (not directory) matching `pattern`, sorted.
+inline std::vector<std::string> glob(const std::string& pattern) {
+  namespace fs = std::filesystem;
+  std::vector<std::string_view> parts;
+  std::string_view rest = pattern;
+  const bool absolute = !rest.empty() && rest[0] == '/';
+  while (!rest.empty()) {
+    const std::size_t slash = rest.find('/');
+    std::string_view part = rest.substr(0, slash);
+    if (!part.empty()) parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  std::vector<std::string> current{absolute ? "/" : ""};
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    std::vector<std::string> next;
+    for (const std::string& dir : current) {
+      const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+      std::error_code ec;
+      if (!has_wildcard(parts[i])) {
+        std::string candidate = prefix + unescape_glob(parts[i]);
+        const auto status = fs::status(candidate, ec);
+        if (ec) continue;
+        if (last ? (fs::exists(status) && !fs::is_directory(status)) : fs::is_directory(status)) {
+          next.push_back(std::move(candidate));
+        }
+        continue;
+      }
+      const fs::path base = dir.empty() ? fs::path(".") : fs::path(dir);
+      for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!glob_match(parts[i], name)) continue;
+        std::error_code sec;
+        const bool is_dir = it->is_directory(sec);
+        if (sec || is_dir == last) continue;
+        next.push_back(prefix + name);
+      }
+    }
+    current = std::move(next);
+  }
+  if (parts.empty()) current.clear();
+  std::sort(current.begin(), current.end());
+  current.erase(std::unique(current.begin(), current.end()), current.end());
+  return current;
+}
+
+/// A uniform integer in [0, n) (rejection sampling), the same on every
+/// platform, unlike std::uniform_int_distribution.
+inline std::uint64_t bounded_random(std::mt19937_64& rng, std::uint64_t n) {
+  const std::uint64_t threshold = (0 - n) % n;  // 2^64 mod n
+  for (;;) {
+    const std::uint64_t r = rng();
+    if (r >= threshold) return r % n;
+  }
+}
+
+/// Fisher-Yates shuffle with bounded_random: a seed gives the same order everywhere.
+template <class T>
+void seeded_shuffle(std::vector<T>& v, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = v.size(); i > 1; --i) {
+    std::swap(v[i - 1], v[bounded_random(rng, i)]);
+  }
+}
+
+class ListFilesIterator {
+ public:
+  using value_type = std::string;
+
+  explicit ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths)
+      : paths_(std::move(paths)) {}
+  ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths, std::uint64_t seed)
+      : paths_(std::move(paths)) {
+    order_.resize(paths_->size());
+    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    seeded_shuffle(order_, seed);
+  }
+
+  std::optional<std::string> next() {
+    if (pos_ == paths_->size()) return std::nullopt;
+    const std::size_t i = order_.empty() ? pos_ : order_[pos_];
+    ++pos_;
+    return (*paths_)[i];
+  }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> paths_;
+  std::vector<std::size_t> order_;  // empty: sorted order
+  std::size_t pos_ = 0;
+};
+
+}  // namespace detail
+
+class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
+ public:
+  static constexpr std::string_view stage_name = "list_files";
+
+  ListFilesDataset(const std::vector<std::string>& patterns, ListFilesOptions options)
+      : options_(options), epoch_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
+    std::vector<std::string> all;
+    for (const std::string& pattern : patterns) {
+      std::vector<std::string> found = detail::glob(pattern);
+      if (found.empty()) {
+        throw InvalidArgument("list_files: no files match the pattern '" + pattern + "'",
+                              {.stage = "list_files", .file = pattern});
+      }
+      all.insert(all.end(), found.begin(), found.end());
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    paths_ = std::make_shared<const std::vector<std::string>>(std::move(all));
+    if (options_.shuffle && !options_.seed) options_.seed = std::random_device{}();
+  }
+
+  detail::ListFilesIterator make_iterator(const IteratorContext&) const {
+    if (!options_.shuffle) return detail::ListFilesIterator(paths_);
+    std::uint64_t seed = *options_.seed;
+    if (options_.reshuffle_each_iteration) {
+      const std::uint64_t epoch = epoch_->fetch_add(1, std::memory_order_relaxed);
+      seed ^= (epoch + 1) * 0x9e3779b97f4a7c15ull;  // a distinct stream per epoch
+    }
+    return detail::ListFilesIterator(paths_, seed);
+  }
+
+  /// The matched paths, sorted.
+  const std::vector<std::string>& matched() const noexcept { return *paths_; }
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> paths_;
+  ListFilesOptions options_;
+  std::shared_ptr<std::atomic<std::uint64_t>> epoch_;  // passes so far, shared by copies
+};
+
+/// The files matching `pattern`, sorted unless options.shuffle (tf: Dataset.list_files).
+/// Throws InvalidArgument naming the pattern when nothing matches.
+inline ListFilesDataset list_files(const std::string& pattern, ListFilesOptions options = {}) {
+  return ListFilesDataset({pattern}, options);
+}
+/// The files matching any of `patterns`, without duplicates; every pattern must match.
+inline ListFilesDataset list_files(const std::vector<std::string>& patterns,
+                                   ListFilesOptions options = {}) {
+  return ListFilesDataset(patterns, options);
+}
+inline ListFilesDataset list_files(std::initializer_list<std::string> patterns,
+                                   ListFilesOptions options = {}) {
+  return ListFilesDataset(std::vector<std::string>(patterns), options);
+}
+
+}  // namespace ingest

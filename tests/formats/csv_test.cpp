@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <ingest/formats/csv.hpp>
+
+#include "support/files.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+
+namespace {
+using Records = std::vector<std::vector<std::string>>;
+
+Records split(const std::string& text, detail::CsvDialect dialect = {}, std::size_t buffer = 64,
+              std::vector<std::int64_t>* lines = nullptr) {
+  TempDir dir;
+  write_file(dir / "f.csv", text);
+  detail::CsvRecordReader reader(dir / "f.csv", Compression::none, buffer, dialect);
+  Records out;
+  while (reader.next()) {
+    std::vector<std::string> fields;
+    for (std::size_t i = 0; i < reader.size(); ++i) fields.emplace_back(reader.field(i));
+    if (lines) lines->push_back(reader.record_line());
+    out.push_back(std::move(fields));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("CSV splitting follows RFC 4180", "[formats][csv]") {
+  CHECK(split("a,b,c\n1,2,3\n") == Records{{"a", "b", "c"}, {"1", "2", "3"}});
+  CHECK(split("a,b\r\n1,2\r\n") == Records{{"a", "b"}, {"1", "2"}});
+  CHECK(split("a,b\n1,2") == Records{{"a", "b"}, {"1", "2"}});  // no final newline
+  CHECK(split("\"x,y\",\"say \"\"hi\"\"\",z\n") == Records{{"x,y", "say \"hi\"", "z"}});
+  CHECK(split("\"two\nlines\",b\r\nc,d\n") == Records{{"two\nlines", "b"}, {"c", "d"}});
+  CHECK(split(",,\n") == Records{{"", "", ""}});
+  CHECK(split("\"\",x\n") == Records{{"", "x"}});
+  CHECK(split("a\n\n\r\nb\n") == Records{{"a"}, {"b"}});  // empty lines skipped
+  CHECK(split("") == Records{});
+  CHECK(split("a;b;\"c;d\"\n", {.delimiter = ';'}) == Records{{"a", "b", "c;d"}});
+  CHECK(split("a\tb\n", {.delimiter = '\t'}) == Records{{"a", "b"}});
+  CHECK(split("a\"b,c\n", {.quoting = false}) == Records{{"a\"b", "c"}});
+}
+
+TEST_CASE("CSV records longer than the buffer, and quotes at buffer edges", "[formats][csv]") {
+  std::string text;
+  Records expected;
+  for (int i = 0; i < 200; ++i) {
+    const std::string long_field(static_cast<std::size_t>(i * 13 % 300), 'x');
+    text += std::to_string(i) + ",\"" + long_field + "\"\"q\"\"\r\n\"," + long_field + "\n";
+    expected.push_back({std::to_string(i), long_field + "\"q\"\r\n", long_field});
+  }
+  for (std::size_t buffer : {64, 100, 1 << 16}) {
+    std::vector<std::int64_t> lines;
+    CHECK(split(text, {}, buffer, &lines) == expected);
+    REQUIRE(lines.size() == 200);
+    CHECK(lines[0] == 1);
+    CHECK(lines[1] == 3);  // every record spans two lines
+    CHECK(lines[199] == 399);
+  }
+}
+
+TEST_CASE("malformed CSV names the line and column and skips the record", "[formats][csv]") {
+  TempDir dir;
+  write_file(dir / "f.csv", "a,b\n1,x\"y\n2,\"ok\"z\n3,\"open\n");
+  detail::CsvRecordReader reader(dir / "f.csv", Compression::none, 64, {});
+  REQUIRE(reader.next());
+  auto expect_error = [&](std::int64_t line, std::int64_t column, const char* what) {
+    try {
+      reader.next();
+      FAIL("no error");
+    } catch (const InvalidArgument& e) {
+      CHECK(e.context().line == line);
+      CHECK(e.context().column == column);
+      CHECK(e.context().file == dir / "f.csv");
+      CHECK_THAT(e.message(), Catch::Contains(what));
+    }
+  };
+  expect_error(2, 2, "quote inside an unquoted field");
+  expect_error(3, 2, "after the closing quote");
+  expect_error(4, 2, "unterminated quoted field");
+  CHECK_FALSE(reader.next());
+}

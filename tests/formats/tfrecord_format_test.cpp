@@ -1,0 +1,220 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <ingest/formats/tfrecord_format.hpp>
+
+#include "support/files.hpp"
+#include "support/fixtures.hpp"
+#include "support/records.hpp"
+#include "support/sha256.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+
+namespace {
+std::vector<std::string> read_all(const std::string& path, TFRecordOptions options = {}) {
+  TFRecordReader reader(path, options);
+  std::vector<std::string> out;
+  while (auto r = reader.read()) out.push_back(std::move(*r));
+  return out;
+}
+
+// The DataLossError reading `path` raises (fails the test if none).
+DataLossError read_error(const std::string& path, TFRecordOptions options = {}) {
+  try {
+    read_all(path, options);
+  } catch (const DataLossError& e) {
+    return e;
+  }
+  FAIL("no DataLossError for " << path);
+  throw;
+}
+}  // namespace
+
+TEST_CASE("every fixture's framing decodes as its JSON says", "[formats][tfrecord][fixtures]") {
+  const auto fixtures = all_fixtures();
+  REQUIRE(fixtures.size() == 11);
+  for (const Fixture& f : fixtures) {
+    INFO(f.name);
+    const std::string bytes = read_file(f.path);
+    CHECK(bytes.size() == f.expected.at("file_size").get<std::size_t>());
+    CHECK(sha256_hex(bytes) == f.expected.at("file_sha256").get<std::string>());
+    const auto& records = f.expected.at("records");
+    REQUIRE(records.size() == f.expected.at("num_records").get<std::size_t>());
+    for (std::size_t buffer : {std::size_t{256} << 10, std::size_t{1000}, std::size_t{0}}) {
+      // buffer 0: the default buffer, with plain files memory-mapped
+      TFRecordReader reader(f.path, {.compression = f.compression,
+                                     .buffer_size = buffer ? buffer : default_buffer_size,
+                                     .memory_map = buffer == 0});
+      std::size_t i = 0;
+      for (;;) {
+        const std::uint64_t offset = reader.offset();
+        auto view = reader.read_view();
+        if (!view) break;
+        REQUIRE(i < records.size());
+        const auto& r = records[i];
+        CHECK(offset == r.at("offset").get<std::uint64_t>());
+        CHECK(view->size() == r.at("length").get<std::size_t>());
+        CHECK(sha256_hex(*view) == r.at("sha256").get<std::string>());
+        if (r.contains("hex")) CHECK(to_hex(*view) == r.at("hex").get<std::string>());
+        ++i;
+      }
+      CHECK(i == records.size());
+      CHECK(reader.offset() == f.expected.at("stream_size").get<std::uint64_t>());
+    }
+  }
+}
+
+TEST_CASE("read and read_view agree, for small and large records", "[formats][tfrecord]") {
+  TempDir dir;
+  auto payloads = sample_payloads(300);
+  payloads.push_back(std::string(200000, 'x'));  // larger than the window
+  payloads.push_back("");
+  write_file(dir / "a", frame_records(payloads));
+  for (std::size_t buffer : {64, 4096, 1 << 18, 0}) {
+    const TFRecordOptions options{.buffer_size = buffer ? buffer : default_buffer_size,
+                                  .memory_map = buffer == 0};
+    CHECK(read_all(dir / "a", options) == payloads);
+    TFRecordReader reader(dir / "a", options);
+    for (const auto& p : payloads) {
+      auto v = reader.read_view();
+      REQUIRE(v);
+      CHECK(*v == p);
+    }
+    CHECK_FALSE(reader.read_view());
+    CHECK_FALSE(reader.read_view());  // stays at the end
+  }
+  write_file(dir / "empty", "");
+  CHECK(read_all(dir / "empty").empty());
+}
+
+TEST_CASE("a flipped byte in a length, a payload or a CRC is a corrupted record",
+          "[formats][tfrecord]") {
+  TempDir dir;
+  const std::vector<std::string> payloads{"first", "second record", "third"};
+  const std::string good = frame_records(payloads);
+  const std::size_t second = frame_record(payloads[0]).size();  // offset of record 2
+  struct Case {
+    std::size_t at;
+    std::uint64_t offset;  // reported: header problems at the record, payload ones at +12
+    const char* why;
+  };
+  for (const Case c :
+       {Case{second + 0, second, "length checksum"}, Case{second + 9, second, "length checksum"},
+        Case{second + 12, second + 12, "data checksum"},
+        Case{second + 12 + 13, second + 12, "data checksum"}}) {
+    std::string bad = good;
+    bad[c.at] ^= 0x01;
+    write_file(dir / "bad", bad);
+    CHECK(read_error(dir / "bad", {.memory_map = false}).context().offset == c.offset);
+    const DataLossError e = read_error(dir / "bad");
+    CHECK(e.context().file == dir / "bad");
+    CHECK(e.context().offset == c.offset);
+    CHECK(e.context().stage == "tfrecord");
+    CHECK_THAT(e.message(), Catch::StartsWith("corrupted record at " + std::to_string(c.offset)));
+    CHECK_THAT(e.message(), Catch::Contains(c.why));
+    // Records before the damage were delivered; after the error the reader is done.
+    TFRecordReader reader(dir / "bad");
+    CHECK(reader.read() == payloads[0]);
+    CHECK_THROWS_AS(reader.read(), DataLossError);
+    CHECK_FALSE(reader.read());
+    // Without CRC checks the payload flips go unnoticed.
+    if (c.at >= second + 12) {
+      auto records = read_all(dir / "bad", {.verify_crc = false});
+      CHECK(records.size() == 3);
+    }
+  }
+}
+
+TEST_CASE("truncation at every offset is a truncated record, never a crash",
+          "[formats][tfrecord]") {
+  TempDir dir;
+  const std::vector<std::string> payloads{"a", "", "hello world", std::string(300, 'z')};
+  const std::string good = frame_records(payloads);
+  std::vector<std::size_t> boundaries{0};
+  for (const auto& p : payloads) boundaries.push_back(boundaries.back() + frame_record(p).size());
+  for (auto c : {Compression::none, Compression::gzip, Compression::zlib}) {
+    for (std::size_t cut = 0; cut < good.size(); ++cut) {
+      for (bool mapped : {false, true}) {
+        if (mapped && c != Compression::none) continue;
+        INFO("cut at " << cut << ", " << compression_name(c) << (mapped ? ", mapped" : ""));
+        const std::string part = good.substr(0, cut);
+        write_file(dir / "cut", c == Compression::gzip   ? gzip_bytes(part)
+                                : c == Compression::zlib ? zlib_bytes(part)
+                                                         : part);
+        std::size_t complete = 0;
+        while (complete + 1 < boundaries.size() && boundaries[complete + 1] <= cut) ++complete;
+        TFRecordReader reader(dir / "cut",
+                              {.compression = c, .buffer_size = 128, .memory_map = mapped});
+        for (std::size_t i = 0; i < complete; ++i) CHECK(reader.read() == payloads[i]);
+        if (boundaries[complete] == cut) {
+          CHECK_FALSE(reader.read());  // a clean end at a record boundary
+          continue;
+        }
+        try {
+          reader.read();
+          FAIL("no error");
+        } catch (const DataLossError& e) {
+          const std::uint64_t start = boundaries[complete];
+          const std::uint64_t expected =
+              cut < start + detail::tfrecord_header_bytes ? start : start + 12;
+          CHECK(e.message() == "truncated record at " + std::to_string(expected));
+          CHECK(e.context().offset == expected);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("an oversized length is rejected before anything is allocated", "[formats][tfrecord]") {
+  TempDir dir;
+  // A header claiming 2^60 bytes, with a valid CRC: more than max_record_bytes.
+  std::string header;
+  put_le(header, std::uint64_t{1} << 60, 8);
+  put_le(header, masked_crc32c(header.data(), 8), 4);
+  write_file(dir / "huge", header + "tiny");
+  CHECK_THAT(read_error(dir / "huge", {.memory_map = false}).message(),
+             Catch::StartsWith("corrupted record at 0"));
+  DataLossError e = read_error(dir / "huge");
+  CHECK_THAT(e.message(), Catch::StartsWith("corrupted record at 0 (length 1152921504606846976 "
+                                            "exceeds max_record_bytes 1073741824)"));
+  // Under the maximum but more than the file holds: truncated, nothing allocated.
+  std::string header_512m;
+  put_le(header_512m, std::uint64_t{512} << 20, 8);
+  put_le(header_512m, masked_crc32c(header_512m.data(), 8), 4);
+  write_file(dir / "long", header_512m + "tiny");
+  e = read_error(dir / "long");
+  CHECK(e.message() == "truncated record at 12");
+  CHECK(read_error(dir / "long", {.memory_map = false}).message() == "truncated record at 12");
+  // Compressed: the size is unknown, so max_record_bytes decides.
+  write_file(dir / "huge.gz", gzip_bytes(header + "tiny"));
+  e = read_error(dir / "huge.gz", {.compression = Compression::gzip});
+  CHECK_THAT(e.message(), Catch::Contains("corrupted record at 0"));
+  CHECK_THAT(e.message(), Catch::Contains("exceeds max_record_bytes"));
+  // Under the maximum but longer than the data: the string grows only with the data.
+  write_file(dir / "big.gz", gzip_bytes(header_512m + std::string(1000, 'a')));
+  e = read_error(dir / "big.gz", {.compression = Compression::gzip});
+  CHECK(e.message() == "truncated record at 12");
+  // A small configured maximum.
+  write_file(dir / "ok", frame_records({std::string(100, 'a')}));
+  e = read_error(dir / "ok", {.max_record_bytes = 99});
+  CHECK_THAT(e.message(), Catch::Contains("exceeds max_record_bytes 99"));
+  CHECK(read_all(dir / "ok", {.max_record_bytes = 100}).size() == 1);
+}
+
+TEST_CASE("gzip files of several members and zlib files read like plain ones",
+          "[formats][tfrecord]") {
+  TempDir dir;
+  const auto payloads = sample_payloads(500, 7);
+  const std::string plain = frame_records(payloads);
+  // Members split at arbitrary points, even inside a record.
+  write_file(dir / "multi.gz", gzip_bytes(plain.substr(0, 1001)) +
+                                   gzip_bytes(plain.substr(1001, 50000)) +
+                                   gzip_bytes(plain.substr(51001)));
+  write_file(dir / "z", zlib_bytes(plain));
+  CHECK(read_all(dir / "multi.gz", {.compression = Compression::gzip}) == payloads);
+  CHECK(read_all(dir / "z", {.compression = Compression::zlib}) == payloads);
+  CHECK(read_all(dir / "z", {.compression = Compression::zlib, .buffer_size = 100}) == payloads);
+}
