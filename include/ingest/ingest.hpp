@@ -35,6 +35,7 @@
 #include "ingest/sources/text_lines.hpp"
 #include "ingest/sources/tfrecord.hpp"
 #include "ingest/stages/batch.hpp"
+#include "ingest/stages/cache.hpp"
 #include "ingest/stages/concatenate.hpp"
 #include "ingest/stages/enumerate.hpp"
 #include "ingest/stages/filter.hpp"

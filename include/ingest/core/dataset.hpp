@@ -23,6 +23,7 @@
 #include "ingest/core/iterator.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/options.hpp"
+#include "ingest/core/serializer.hpp"
 #include "ingest/runtime/autotuner.hpp"
 #include "ingest/runtime/probe.hpp"
 #include "ingest/runtime/stats.hpp"
@@ -77,6 +78,8 @@ template <class Input>
 class ShuffleDataset;
 template <class Input>
 class WithOptionsDataset;
+template <class Input>
+class CacheDataset;
 
 namespace detail {
 template <class D>
@@ -288,6 +291,24 @@ class DatasetBase {
   /// Shuffles with a buffer of `buffer_size` elements (tf: shuffle).
   auto shuffle(std::int64_t buffer_size, ShuffleOptions options = {}) const {
     return ShuffleDataset<Derived>(self(), buffer_size, options);
+  }
+
+  /// Keeps the elements of the first complete pass in memory for later passes
+  /// (tf: cache()). Elements are copied into the cache.
+  auto cache() const {
+    static_assert(std::is_copy_constructible_v<T>,
+                  "cache(): elements are copied into a memory cache, so they must be copyable");
+    return CacheDataset<Derived>(self(), std::string());
+  }
+  /// Keeps the elements of the first complete pass in a file for later passes,
+  /// runs and processes (tf: cache(filename)); written to a temporary file and
+  /// renamed into place when the pass completes. See stages/cache.hpp.
+  auto cache(std::string path) const {
+    static_assert(serializable<T>,
+                  "cache(path): no ingest::serializer<T> for this element type; specialise it "
+                  "(see core/serializer.hpp)");
+    if (path.empty()) throw InvalidArgument("cache: the path is empty", {.stage = "cache"});
+    return CacheDataset<Derived>(self(), std::move(path));
   }
 
   /// Produces up to `buffer_size` elements ahead of the consumer on a

@@ -1,0 +1,302 @@
+// cache() and cache(path): the first complete pass over the input fills the
+// cache and later passes read it instead of recomputing. tf.data
+// counterpart: CacheDataset, with two deliberate differences. A file cache is
+// written under a temporary name and renamed into place only when the pass
+// completes, so there are no lock files, a pass stopped halfway (or failing)
+// leaves nothing behind, concurrent writers (threads or processes) each
+// produce a complete file and the last rename wins, and a later run or
+// another process reuses the file. A file that is truncated, corrupt at its
+// ends, or written for another element layout is detected and rebuilt,
+// never read. A memory cache is shared by every copy of the dataset; a pass
+// that starts while another is filling it reads the input directly.
+// Elements are copied into the cache (memory) or serialised through
+// ingest::serializer<T> (file); a pass in which an element failed keeps no
+// cache, so the cache never silently lacks elements.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/logging.hpp"
+#include "ingest/core/serializer.hpp"
+#include "ingest/formats/file.hpp"
+#include "ingest/formats/tfrecord_format.hpp"
+#include "ingest/formats/tfrecord_writer.hpp"
+
+namespace ingest {
+
+namespace detail {
+
+// The file layout: TFRecord framing (every record CRC-checked), the first
+// record a header naming the format and the element layout, the last a
+// footer with the element count.
+inline constexpr std::string_view cache_magic = "ingest-cache";
+inline constexpr std::uint32_t cache_version = 1;
+inline constexpr std::string_view cache_footer_magic = "ingest-cache-end";
+inline constexpr std::size_t cache_footer_bytes = 16 + 8;  // magic + count
+
+inline std::string cache_header(const std::string& signature) {
+  std::string h(cache_magic);
+  char v[4];
+  store_le32(v, cache_version);
+  h.append(v, 4);
+  h += signature;
+  return h;
+}
+
+inline std::string cache_footer(std::uint64_t count) {
+  std::string f(cache_footer_magic);
+  char c[8];
+  store_le64(c, count);
+  f.append(c, 8);
+  return f;
+}
+
+// A usable cache file's element count, or why it cannot be used.
+struct CacheFileCheck {
+  std::optional<std::uint64_t> count;  // set when the file is usable
+  std::string problem;
+};
+
+inline CacheFileCheck check_cache_file(const std::string& path, const std::string& signature) {
+  if (::access(path.c_str(), F_OK) != 0) return {std::nullopt, "it does not exist"};
+  std::uint64_t count = 0;
+  try {
+    FileReader file(path, "cache");
+    const std::size_t tail = tfrecord_header_bytes + cache_footer_bytes + tfrecord_footer_bytes;
+    if (!file.has_size() || file.size() < tail) return {std::nullopt, "it is truncated"};
+    // The footer: the last record, of a known size.
+    std::string bytes(tail, '\0');
+    if (::pread(file.fd(), bytes.data(), tail, static_cast<off_t>(file.size() - tail)) !=
+        static_cast<ssize_t>(tail)) {
+      return {std::nullopt, "its end cannot be read"};
+    }
+    const char* p = bytes.data();
+    if (load_le64(p) != cache_footer_bytes || crc32c_unmask(load_le32(p + 8)) != crc32c(p, 8) ||
+        crc32c_unmask(load_le32(p + 12 + cache_footer_bytes)) !=
+            crc32c(p + 12, cache_footer_bytes) ||
+        std::string_view(p + 12, cache_footer_magic.size()) != cache_footer_magic) {
+      return {std::nullopt, "it is truncated (no valid footer)"};
+    }
+    count = load_le64(p + 12 + cache_footer_magic.size());
+    // The header: the first record.
+    TFRecordReader reader(path, {.memory_map = false});
+    std::optional<std::string_view> header = reader.read_view();
+    if (!header || *header != cache_header(signature)) {
+      return {std::nullopt, "it was written by another version or for another element type"};
+    }
+  } catch (const Error& e) {
+    return {std::nullopt, std::string("it cannot be read: ") + e.what()};
+  }
+  return {count, {}};
+}
+
+}  // namespace detail
+
+template <class InputIt>
+class CacheIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  // The cache's shared state (one per dataset, shared by its copies).
+  struct State {
+    std::mutex mu;
+    std::string path;                                         // empty: memory cache
+    std::shared_ptr<const std::vector<value_type>> elements;  // a complete memory cache
+    bool filling = false;                                     // a pass is filling the memory cache
+  };
+
+  /// Reads a complete memory cache.
+  explicit CacheIterator(std::shared_ptr<const std::vector<value_type>> elements)
+      : cached_(std::move(elements)) {}
+
+  /// Reads a complete cache file holding `count` elements.
+  CacheIterator(const std::string& path, std::uint64_t count)
+      : reader_(std::make_unique<TFRecordReader>(path, TFRecordOptions{})), expected_(count) {
+    reader_->read_view();  // the header, validated already
+  }
+
+  /// Passes the input through; fills the cache if `state` is given (memory,
+  /// or a file when state->path is set).
+  CacheIterator(InputIt input, std::shared_ptr<State> state)
+      : input_(std::move(input)), state_(std::move(state)) {
+    if constexpr (serializable<value_type>) {
+      if (state_ && !state_->path.empty()) {
+        writer_ = std::make_unique<TFRecordWriter>(state_->path);
+        writer_->write(detail::cache_header(serializer<value_type>::signature()));
+      }
+    }
+  }
+
+  CacheIterator(CacheIterator&&) noexcept = default;
+  CacheIterator& operator=(CacheIterator&&) = delete;
+  ~CacheIterator() {
+    // A pass that did not complete keeps nothing: the writer's destructor
+    // removes its temporary file; a memory fill is given up.
+    if (filling_memory()) {
+      std::lock_guard lock(state_->mu);
+      state_->filling = false;
+    }
+  }
+
+  std::optional<value_type> next() {
+    if constexpr (std::is_copy_constructible_v<value_type>) {
+      if (cached_) {
+        if (pos_ == cached_->size()) return std::nullopt;
+        return (*cached_)[pos_++];
+      }
+    }
+    if (reader_) return read_file();
+    std::optional<value_type> x;
+    try {
+      x = input_->next();
+    } catch (...) {
+      failed_ = true;  // this pass cannot complete the cache
+      throw;
+    }
+    if (!x) {
+      finish();
+      return x;
+    }
+    if (state_ && !failed_) {
+      if (writer_) {
+        if constexpr (serializable<value_type>) {
+          bytes_.clear();
+          serializer<value_type>::write(bytes_, *x);
+          const auto b = bytes_.bytes();
+          writer_->write(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
+        }
+      } else if constexpr (std::is_copy_constructible_v<value_type>) {
+        filled_.push_back(*x);
+      }
+      ++count_;
+    }
+    return x;
+  }
+
+ private:
+  bool filling_memory() const noexcept { return state_ && state_->path.empty() && !done_; }
+
+  std::optional<value_type> read_file() {
+    std::optional<std::string_view> record;
+    try {
+      record = reader_->read_view();
+    } catch (Error& e) {
+      e.add_context({.stage = "cache"});
+      throw;
+    }
+    if (!record) {
+      throw DataLossError("cache file ended before its footer",
+                          {.stage = "cache", .file = reader_->path()});
+    }
+    if (read_ == expected_) {
+      reader_.reset();  // this record is the footer: the end
+      return std::nullopt;
+    }
+    ++read_;
+    if constexpr (serializable<value_type>) {
+      ByteReader r(std::span(reinterpret_cast<const std::byte*>(record->data()), record->size()));
+      try {
+        return serializer<value_type>::read(r);
+      } catch (Error& e) {
+        e.add_context({.stage = "cache", .file = reader_->path()});
+        throw;
+      }
+    } else {
+      throw InternalError("cache: reading a file cache of a type without a serializer");
+    }
+  }
+
+  // The end of the input: publish the cache if this pass filled it completely.
+  void finish() {
+    if (done_ || !state_) return;
+    done_ = true;
+    if (failed_) {
+      log_line(
+          "cache: an element failed during the pass that filled the cache; nothing was cached");
+      if (state_->path.empty()) {
+        std::lock_guard lock(state_->mu);
+        state_->filling = false;
+      }
+      writer_.reset();
+      return;
+    }
+    if (writer_) {
+      writer_->write(detail::cache_footer(count_));
+      writer_->close();  // renames the complete file into place
+      writer_.reset();
+    } else {
+      std::lock_guard lock(state_->mu);
+      state_->elements = std::make_shared<const std::vector<value_type>>(std::move(filled_));
+      state_->filling = false;
+    }
+  }
+
+  std::optional<InputIt> input_;
+  std::shared_ptr<State> state_;
+  std::unique_ptr<TFRecordWriter> writer_;  // a unique_ptr: the writer does not move
+  ByteWriter bytes_;
+  std::vector<value_type> filled_;
+  std::uint64_t count_ = 0;
+  bool failed_ = false;
+  bool done_ = false;
+  std::shared_ptr<const std::vector<value_type>> cached_;
+  std::size_t pos_ = 0;
+  std::unique_ptr<TFRecordReader> reader_;
+  std::uint64_t read_ = 0;
+  std::uint64_t expected_ = 0;
+};
+
+template <class Input>
+class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::element_type> {
+  using T = typename Input::element_type;
+  using Iterator = CacheIterator<detail::child_iterator_t<Input>>;
+  using State = typename Iterator::State;
+
+ public:
+  static constexpr std::string_view stage_name = "cache";
+
+  CacheDataset(Input input, std::string path)
+      : input_(std::move(input)), state_(std::make_shared<State>()) {
+    state_->path = std::move(path);
+  }
+
+  Iterator make_iterator(const IteratorContext& ctx) const {
+    if (state_->path.empty()) {
+      std::unique_lock lock(state_->mu);
+      if (state_->elements) return Iterator(state_->elements);
+      if (state_->filling) {
+        return Iterator(detail::child_iterator(input_, ctx), nullptr);  // another pass fills it
+      }
+      state_->filling = true;
+      lock.unlock();
+      return Iterator(detail::child_iterator(input_, ctx), state_);
+    }
+    const detail::CacheFileCheck check =
+        detail::check_cache_file(state_->path, serializer<T>::signature());
+    if (check.count) return Iterator(state_->path, *check.count);
+    if (::access(state_->path.c_str(), F_OK) == 0) {
+      log_line("cache: rebuilding '" + state_->path + "' because " + check.problem);
+    }
+    return Iterator(detail::child_iterator(input_, ctx), state_);
+  }
+
+ private:
+  Input input_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ingest
