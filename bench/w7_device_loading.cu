@@ -1,0 +1,181 @@
+// W7, device loading (../shared/bench/WORKLOADS.md): W3's batches (256
+// images of 32x32x3 float32, 3 MiB, and 256 int64 labels) from pinned host
+// memory to the GPU. Each measurement is held against its limit, measured
+// in this run:
+//   W7/memcpy         bare cudaMemcpyAsync of the same bytes from pinned memory (the limit)
+//   W7/loader         the same batches through cuda::DeviceLoader: GB/s vs the limit
+//   W7/step           a fixed-length step kernel (~1 ms) per batch, nothing loaded
+//   W7/loader_step    the loader feeding that step: throughput vs step alone, and
+//                     the overlap (OverlapTimer) as counters: step_overlap, the
+//                     share of step time during which a copy ran, and
+//                     copy_hidden, the share of copy time hidden behind steps
+// The batches are made once, in pinned memory, and cycled, so the host
+// pipeline costs nothing here. Without a CUDA device it prints
+// "no CUDA device: ..." and exits 0.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <ingest/cuda/device_loader.hpp>
+#include <ingest/cuda/overlap.hpp>
+#include <ingest/ingest.hpp>
+
+#include "support/bench.hpp"
+
+namespace {
+
+using Batch = std::tuple<ingest::Tensor, ingest::Tensor>;
+constexpr std::int64_t batch_size = 256;
+constexpr std::int64_t image_floats = 32 * 32 * 3;
+constexpr std::uint64_t step_ns = 1'000'000;
+
+// A few W3-sized batches in pinned memory, cycled by every benchmark.
+const std::vector<Batch>& pinned_batches() {
+  static const std::vector<Batch> batches = [] {
+    std::vector<Batch> out;
+    for (int k = 0; k < 4; ++k) {
+      ingest::Tensor images(ingest::DType::float32, {batch_size, 32, 32, 3},
+                            ingest::cuda::pinned_pool());
+      ingest::Tensor labels(ingest::DType::int64, {batch_size}, ingest::cuda::pinned_pool());
+      for (std::int64_t i = 0; i < batch_size * image_floats; ++i) {
+        images.data<float>()[i] = static_cast<float>((i * 31 + k) % 255) / 127.5f - 1.0f;
+      }
+      for (std::int64_t i = 0; i < batch_size; ++i) labels.data<std::int64_t>()[i] = (i + k) % 10;
+      out.emplace_back(std::move(images), std::move(labels));
+    }
+    return out;
+  }();
+  return batches;
+}
+
+std::int64_t batch_bytes() {
+  const Batch& b = pinned_batches()[0];
+  return static_cast<std::int64_t>(std::get<0>(b).nbytes() + std::get<1>(b).nbytes());
+}
+
+// The batches, endlessly.
+auto batch_source() { return ingest::from_vector(pinned_batches()).repeat(); }
+
+// Runs for `ns` nanoseconds of GPU time: the training step.
+__global__ void step_kernel(std::uint64_t ns) {
+  std::uint64_t start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  while (now - start < ns);
+}
+
+class Stream {
+ public:
+  Stream() {
+    ingest::cuda::check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~Stream() { (void)cudaStreamDestroy(s_); }
+  operator cudaStream_t() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+void finish(benchmark::State& state) {
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * batch_bytes());
+}
+
+void BM_W7_memcpy(benchmark::State& state) {
+  Stream stream;
+  ingest::Tensor device[2] = {
+      ingest::Tensor(ingest::DType::uint8, {batch_bytes()}, ingest::cuda::device_pool()),
+      ingest::Tensor(ingest::DType::uint8, {batch_bytes()}, ingest::cuda::device_pool())};
+  std::size_t k = 0;
+  for (auto _ : state) {
+    const auto& [images, labels] = pinned_batches()[k % pinned_batches().size()];
+    auto* dst = static_cast<std::byte*>(device[k % 2].raw_data());
+    ingest::cuda::check(
+        cudaMemcpyAsync(dst, images.raw_data(), images.nbytes(), cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync");
+    ingest::cuda::check(cudaMemcpyAsync(dst + images.nbytes(), labels.raw_data(), labels.nbytes(),
+                                        cudaMemcpyHostToDevice, stream),
+                        "cudaMemcpyAsync");
+    ++k;
+  }
+  ingest::cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  finish(state);
+}
+
+void BM_W7_loader(benchmark::State& state) {
+  Stream stream;
+  auto it = ingest::cuda::DeviceLoader(batch_source(), {.depth = state.range(0)}).iterator();
+  for (auto _ : state) {
+    auto batch = it.next();
+    batch->wait(stream);
+    benchmark::DoNotOptimize(batch->data(0));
+  }
+  ingest::cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  finish(state);
+}
+
+void BM_W7_step(benchmark::State& state) {
+  Stream stream;
+  for (auto _ : state) step_kernel<<<1, 1, 0, stream>>>(step_ns);
+  ingest::cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  finish(state);
+}
+
+void BM_W7_loader_step(benchmark::State& state) {
+  Stream stream;
+  ingest::cuda::OverlapTimer timer(stream);
+  {
+    auto it = ingest::cuda::DeviceLoader(batch_source(), {.depth = state.range(0), .timing = true})
+                  .iterator();
+    for (auto _ : state) {
+      auto batch = it.next();
+      batch->wait(stream);
+      timer.begin_step(*batch);
+      step_kernel<<<1, 1, 0, stream>>>(step_ns);
+      timer.end_step();
+    }
+  }
+  const ingest::cuda::OverlapReport r = timer.report();
+  state.counters["step_overlap"] = r.compute_overlap();
+  state.counters["copy_hidden"] = r.copy_hidden();
+  finish(state);
+}
+
+}  // namespace
+
+namespace ingest::bench {
+
+void register_benchmarks(const Config& config) {
+  try {
+    cuda::require_device(0);
+  } catch (const Unavailable& e) {
+    std::printf("%s\nW7 needs a CUDA GPU: nothing measured.\n", e.message().c_str());
+    std::exit(0);  // before Google Benchmark complains that no benchmark is registered
+  }
+  cudaDeviceProp device{};
+  cuda::check(cudaGetDeviceProperties(&device, 0), "cudaGetDeviceProperties");
+  note(std::string("W7 on ") + device.name + ", batches of " + std::to_string(batch_bytes()) +
+       " bytes");
+  const int repetitions = config.smoke ? 1 : 3;
+  benchmark::RegisterBenchmark("W7/memcpy", BM_W7_memcpy)->UseRealTime()->Repetitions(repetitions);
+  for (std::int64_t depth : {1, 2, 4}) {
+    benchmark::RegisterBenchmark("W7/loader", BM_W7_loader)
+        ->Arg(depth)
+        ->UseRealTime()
+        ->Repetitions(repetitions);
+  }
+  benchmark::RegisterBenchmark("W7/step", BM_W7_step)->UseRealTime()->Repetitions(repetitions);
+  for (std::int64_t depth : {1, 2}) {
+    benchmark::RegisterBenchmark("W7/loader_step", BM_W7_loader_step)
+        ->Arg(depth)
+        ->UseRealTime()
+        ->Repetitions(repetitions);
+  }
+  set_reference("W7/loader/", "W7/memcpy");
+  set_reference("W7/loader_step", "W7/step");
+}
+
+}  // namespace ingest::bench
