@@ -172,8 +172,10 @@ class HostBatch : public detail::LoadedBatch<detail::HostBackend> {
   /// Blocks until the batch's copy has completed.
   void wait() const { synchronize(); }
   /// Keeps the buffer from being reused until `done` is ready (for a
-  /// consumer that hands the memory to work finishing later). `done` must
-  /// become ready: the loader waits for it before writing the buffer again.
+  /// consumer that hands the memory to work finishing later, on other
+  /// threads). The loader's copy thread waits for `done` before writing the
+  /// buffer again, as a CUDA stream waits for an event: `done` must become
+  /// ready without the consuming thread calling next() first, or both wait.
   void release_after(std::shared_future<void> done) { add_consumer(std::move(done)); }
 };
 
