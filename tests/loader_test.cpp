@@ -181,12 +181,7 @@ TEST_CASE("depth bounds the batches loaded ahead of the consumer", "[loader][con
   for (std::int64_t depth : {1, 3}) {
     INFO("depth " << depth);
     std::atomic<int> pulled{0};
-    auto ds = range(100)
-                  .map([&pulled](std::int64_t x) {
-                    pulled.fetch_add(1);
-                    return x;
-                  })
-                  .batch(1);
+    auto ds = counted_range(100, pulled).batch(1);
     auto it = HostLoader(ds, {.depth = depth}).iterator();
     auto first = it.next();
     REQUIRE(first);
@@ -240,13 +235,7 @@ TEST_CASE("a device tensor in the input is an error at its batch", "[loader][con
 
 TEST_CASE("destroying a host loader mid-stream is prompt and clean", "[loader][concurrency]") {
   std::atomic<int> produced{0};
-  auto ds = range(1'000'000)
-                .map([&produced](std::int64_t x) {
-                  produced.fetch_add(1);
-                  std::this_thread::sleep_for(1ms);
-                  return x;
-                })
-                .batch(4);
+  auto ds = counted_range(1'000'000, produced, 1ms).batch(4);
   std::optional<HostBatch> kept;
   const auto start = std::chrono::steady_clock::now();
   {

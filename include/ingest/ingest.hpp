@@ -1,7 +1,8 @@
 // ingest: a header-only C++20 input-pipeline library in the style of tf.data.
 // This umbrella header brings in the core, every source and every stage. The
-// optional parts (ingest/cuda/..., ingest/image/..., ingest/proto/...) are
-// never included from here; include them explicitly.
+// optional parts (ingest/cuda/..., ingest/image/..., ingest/proto/...) and
+// those that need DLPack's header (ingest/core/dlpack.hpp, ingest/loader.hpp)
+// are never included from here; include them explicitly.
 #pragma once
 
 #include "ingest/core/allocator.hpp"

@@ -184,21 +184,14 @@ class HostBatch : public detail::LoadedBatch<detail::HostBackend> {
 /// background thread up to `depth` batches ahead. An error of the input
 /// surfaces from next() at its batch; iteration continues after it.
 /// Destroying the iterator stops the producer and waits for queued copies.
+/// HostLoader(input, options) throws InvalidArgument for a depth below 1
+/// (other than ingest::autotune).
 template <class Input>
 class HostLoader : public detail::LoaderDataset<HostLoader<Input>, detail::HostBackend, Input> {
-  using Base = detail::LoaderDataset<HostLoader<Input>, detail::HostBackend, Input>;
-
  public:
-  static constexpr std::string_view stage_name = detail::HostBackend::stage_name;
-
-  /// Throws InvalidArgument for a depth below 1 (other than ingest::autotune).
-  explicit HostLoader(Input input, HostLoaderOptions options = {})
-      : Base(std::move(input), options) {}
+  using detail::LoaderDataset<HostLoader<Input>, detail::HostBackend, Input>::LoaderDataset;
 };
-
 template <dataset Input>
-HostLoader(Input) -> HostLoader<Input>;
-template <dataset Input>
-HostLoader(Input, HostLoaderOptions) -> HostLoader<Input>;
+HostLoader(Input, HostLoaderOptions = {}) -> HostLoader<Input>;
 
 }  // namespace ingest

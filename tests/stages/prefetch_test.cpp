@@ -40,12 +40,7 @@ TEST_CASE("prefetch delivers errors at their position", "[stages][prefetch][conc
 
 TEST_CASE("prefetch runs the producer ahead of the consumer", "[stages][prefetch][concurrency]") {
   std::atomic<int> produced{0};
-  auto ds = range(100)
-                .map([&produced](std::int64_t x) {
-                  produced.fetch_add(1);
-                  return x;
-                })
-                .prefetch(5);
+  auto ds = counted_range(100, produced).prefetch(5);
   auto it = ds.iterator();
   CHECK(it.next() == 0);
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -59,13 +54,7 @@ TEST_CASE("prefetch runs the producer ahead of the consumer", "[stages][prefetch
 TEST_CASE("destroying a prefetch iterator mid-stream is prompt",
           "[stages][prefetch][concurrency]") {
   std::atomic<int> produced{0};
-  auto ds = range(1'000'000)
-                .map([&produced](std::int64_t x) {
-                  produced.fetch_add(1);
-                  std::this_thread::sleep_for(1ms);
-                  return x;
-                })
-                .prefetch(4);
+  auto ds = counted_range(1'000'000, produced, 1ms).prefetch(4);
   const auto start = std::chrono::steady_clock::now();
   {
     auto it = ds.iterator();

@@ -2,9 +2,12 @@
 // in place of elements, and build Tensors from literals.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ingest/ingest.hpp>
@@ -60,6 +63,17 @@ std::vector<Outcome<typename D::element_type>> collect_outcomes(const D& ds,
     }
   }
   return out;
+}
+
+/// range(n), counting the elements produced in `produced` and taking
+/// `delay` over each: a producer whose progress a test can watch.
+inline auto counted_range(std::int64_t n, std::atomic<int>& produced,
+                          std::chrono::microseconds delay = {}) {
+  return range(n).map([&produced, delay](std::int64_t x) {
+    produced.fetch_add(1);
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    return x;
+  });
 }
 
 inline std::vector<std::int64_t> iota(std::int64_t begin, std::int64_t end) {

@@ -260,22 +260,16 @@ class DeviceBatch : public ingest::detail::LoadedBatch<detail::CudaBackend> {
 /// (a CudaError naming the call) surfaces at its batch and ends the
 /// iteration. Destroying the iterator stops the producer and waits for the
 /// loader's stream; batches already handed out stay valid.
+/// DeviceLoader(input, options) throws InvalidArgument for a depth below 1
+/// (other than ingest::autotune).
 template <class Input>
 class DeviceLoader
     : public ingest::detail::LoaderDataset<DeviceLoader<Input>, detail::CudaBackend, Input> {
-  using Base = ingest::detail::LoaderDataset<DeviceLoader<Input>, detail::CudaBackend, Input>;
-
  public:
-  static constexpr std::string_view stage_name = detail::CudaBackend::stage_name;
-
-  /// Throws InvalidArgument for a depth below 1 (other than ingest::autotune).
-  explicit DeviceLoader(Input input, DeviceLoaderOptions options = {})
-      : Base(std::move(input), options) {}
+  using ingest::detail::LoaderDataset<DeviceLoader<Input>, detail::CudaBackend,
+                                      Input>::LoaderDataset;
 };
-
 template <dataset Input>
-DeviceLoader(Input) -> DeviceLoader<Input>;
-template <dataset Input>
-DeviceLoader(Input, DeviceLoaderOptions) -> DeviceLoader<Input>;
+DeviceLoader(Input, DeviceLoaderOptions = {}) -> DeviceLoader<Input>;
 
 }  // namespace ingest::cuda

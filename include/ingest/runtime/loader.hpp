@@ -443,10 +443,12 @@ template <class Derived, class Backend, class Input>
 class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> {
  public:
   using options_type = typename Backend::options_type;
+  static constexpr std::string_view stage_name = Backend::stage_name;
   /// The depth an autotuned loader starts with (and keeps without an autotuner).
   static constexpr std::int64_t default_depth = 2;
 
-  LoaderDataset(Input input, options_type options)
+  /// Throws InvalidArgument for a depth below 1 (other than ingest::autotune).
+  explicit LoaderDataset(Input input, options_type options = {})
       : input_(std::move(input)), options_(std::move(options)) {
     if (options_.depth != autotune && options_.depth < 1) {
       throw InvalidArgument(

@@ -89,8 +89,9 @@ class ParallelMapIterator {
         if (c.pos < c.count) {
           const std::size_t i = c.pos++;
           std::exception_ptr error = std::exchange(c.err[i], nullptr);
-          std::optional<value_type> v = std::move(c.out[i]);
-          c.out[i].reset();
+          // exchange, not move-then-reset: with the latter, GCC 12 at -O3
+          // reports a false -Wmaybe-uninitialized (unique_ptr elements).
+          std::optional<value_type> v = std::exchange(c.out[i], std::nullopt);
           if (c.pos == c.count) finish_current();
           if (error) std::rethrow_exception(error);
           return v;
