@@ -64,8 +64,10 @@ class StageNode {
 
   /// Elements this stage produced (seen by its consumer).
   std::atomic<std::int64_t> elements{0};
-  /// Sampled calls of next()/fill(): their inclusive time and the elements they produced.
-  std::atomic<std::int64_t> sampled_ns{0}, sampled_elements{0};
+  /// The estimated total time of all calls of next()/fill() (inclusive of
+  /// inputs pulled on the same thread): each sampled call's time weighted by
+  /// the number of calls it stands for. And the number of sampled calls.
+  std::atomic<std::int64_t> estimated_ns{0}, samples{0};
   /// Sampled element sizes.
   std::atomic<std::int64_t> sampled_bytes{0}, bytes_samples{0};
   /// Async stages: time spent on the stage's own work by its workers, and the
@@ -90,6 +92,9 @@ class StageNode {
   Knob buffer;
   /// This stage or one before it batches (tracing records every call then).
   std::atomic<bool> batched{false};
+  /// Input elements per element produced, when measurements do not tell yet
+  /// (a batch stage sets its batch size).
+  double nominal_ratio = 1.0;
 
   /// Average bytes of an element, from samples (0 if none yet).
   double bytes_per_element() const noexcept {

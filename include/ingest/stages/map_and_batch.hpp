@@ -424,6 +424,7 @@ class MapAndBatchDataset
     std::size_t parallelism = detail::resolve_parallelism(map_options_.parallelism, *runtime);
     if (ctx.node) {
       ctx.node->kind = detail::StageKind::map_and_batch;
+      ctx.node->nominal_ratio = static_cast<double>(batch_size_);
       detail::configure_knob(ctx.node->parallelism, map_options_.parallelism, 1,
                              static_cast<std::int64_t>(runtime->threads()),
                              static_cast<std::int64_t>(parallelism));
