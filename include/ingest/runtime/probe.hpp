@@ -166,7 +166,7 @@ class Probe {
       node_->bytes_samples.fetch_add(1, std::memory_order_relaxed);
     }
     publish();
-    if (model_->tracing() && produced) {
+    if (model_->tracing() && produced && !node_->hidden()) {
       const std::int64_t end = now_ns();
       model_->trace({node_->name(), 'X', end - took, took, thread_number(), {}});
     }

@@ -200,7 +200,7 @@ inline PipelineStats make_stats(const Model& model) {
   std::size_t worst_row = 0;
   for (const NodeView& v : views) {
     const StageNode& n = *v.node;
-    if (hidden_stage(n.name())) continue;
+    if (n.hidden()) continue;
     StageStats s;
     s.name = n.name();
     s.depth = n.depth();

@@ -177,7 +177,9 @@ class MapAndBatchIterator {
     void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
       const std::int64_t start = detail::now_ns();
       compute_all(c, cancelled);
-      record_work(c.end - c.begin, detail::now_ns() - start, 1);
+      const std::int64_t end = detail::now_ns();
+      record_work(c.end - c.begin, end - start, 1);
+      detail::trace_work(node, start, end);
     }
     void compute_all(Chunk& c, const std::atomic<bool>& cancelled) const {
       Batch& b = *c.batch;
