@@ -82,6 +82,15 @@ template <class Input>
 class CacheDataset;
 
 namespace detail {
+/// Rejects a count below -1 (take, skip, repeat: -1 means "all" or "forever").
+inline void check_count(const char* stage, std::int64_t count, const char* minus_one_means) {
+  if (count < -1) {
+    throw InvalidArgument(std::string(stage) + ": count must be >= 0, or -1 for " +
+                              minus_one_means + "; got " + std::to_string(count),
+                          {.stage = stage});
+  }
+}
+
 template <class D>
 struct is_parallel_map : std::false_type {};
 template <class Input, class F>
