@@ -9,9 +9,9 @@
 //                  cache-sized window of the records (in a pipeline a record
 //                  is parsed right after it was read, while it is in cache)
 //   W3/pipeline/*  tfrecord -> parse -> uint8[32,32,3] -> float32 -> batch(256)
-// The pipeline runs sequentially for now; the parallel interleave / shuffle /
-// prefetch form of W3 slots in beside w3_sequential_pipeline once those
-// stages exist.
+//   W3/pipeline/parallel_autotuned*  the full W3 pipeline: list_files ->
+//                  parallel interleave(tfrecord, cycle 4) -> decode -> shuffle(10,000)
+//                  -> batch(256) -> prefetch, every knob autotuned
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,70 +27,11 @@
 
 #include "example.pb.h"
 #include "support/bench.hpp"
+#include "support/w3_data.hpp"
 
 namespace {
 
-constexpr std::size_t image_bytes = 32 * 32 * 3;
-constexpr std::size_t num_shards = 16;
-constexpr std::int64_t batch_size = 256;
-
-// The generated data set; removed when the process exits.
-struct W3Data {
-  std::filesystem::path dir;
-  std::vector<std::string> plain, gzip;  // shard paths
-  std::vector<std::string> records;      // every payload, in memory, for the parse benchmarks
-  std::uint64_t plain_bytes = 0, gzip_bytes = 0;
-  std::int64_t num_records = 0;
-
-  ~W3Data() {
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-  }
-};
-
-W3Data& data() {
-  static W3Data d;
-  return d;
-}
-
-void generate(std::int64_t n) {
-  W3Data& d = data();
-  std::string pattern = (std::filesystem::temp_directory_path() / "ingest-w3-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-  d.dir = pattern;
-  d.num_records = n;
-  std::mt19937_64 rng(3);
-  std::string image(image_bytes, '\0');
-  ingest::ExampleBuilder builder;
-  std::string record;
-  for (std::size_t s = 0; s < num_shards; ++s) {
-    char name[64];
-    std::snprintf(name, sizeof name, "train-%05zu-of-%05zu", s, num_shards);
-    d.plain.push_back((d.dir / name).string());
-    d.gzip.push_back((d.dir / (std::string(name) + ".gz")).string());
-    ingest::TFRecordWriter plain(d.plain.back());
-    ingest::TFRecordWriter gz(d.gzip.back(), {.compression = ingest::Compression::gzip});
-    const std::int64_t begin = n * static_cast<std::int64_t>(s) / num_shards;
-    const std::int64_t end = n * static_cast<std::int64_t>(s + 1) / num_shards;
-    for (std::int64_t i = begin; i < end; ++i) {
-      for (std::size_t k = 0; k < image_bytes; k += 8) {
-        const std::uint64_t r = rng();
-        std::memcpy(image.data() + k, &r, 8);
-      }
-      builder.clear();
-      builder.add_bytes("image", {image})
-          .add_int64s("label", {static_cast<std::int64_t>(rng() % 10)});
-      builder.serialize_to(record);
-      plain.write(record);
-      gz.write(record);
-      d.records.push_back(record);
-    }
-    plain.close();
-    gz.close();
-    d.plain_bytes += std::filesystem::file_size(d.plain.back());
-    d.gzip_bytes += std::filesystem::file_size(d.gzip.back());
-  }
-}
+using namespace ingest::bench::w3;
 
 void count(benchmark::State& state, std::uint64_t bytes) {
   state.SetItemsProcessed(state.iterations() * data().num_records);
@@ -204,14 +145,6 @@ void bare_inflate(benchmark::State& state) {
 
 // --- parsing -----------------------------------------------------------------
 
-const ingest::ExampleSpec& w3_spec() {
-  static const ingest::ExampleSpec spec{
-      {"image", ingest::FixedLenFeature{.dtype = ingest::FeatureType::bytes}},
-      {"label", ingest::FixedLenFeature{.dtype = ingest::FeatureType::int64}},
-  };
-  return spec;
-}
-
 // The first 4,096 records (about 12 MiB): what the parse benchmarks parse.
 std::span<const std::string> parse_window() {
   const auto& all = data().records;
@@ -271,36 +204,18 @@ void ingest_parse_batch(benchmark::State& state) {
 
 // --- the pipeline ------------------------------------------------------------
 
-// One record to (image float32[32, 32, 3] in [-1, 1], label).
-struct DecodeExample {
-  ingest::ParsedExample parsed{};
-  std::pair<ingest::Tensor, std::int64_t> operator()(const std::string& record) {
-    ingest::parse_example(record, w3_spec(), parsed);
-    const ingest::Tensor pixels =
-        ingest::decode_raw(parsed.at(0).bytes[0], ingest::DType::uint8, ingest::Shape{32, 32, 3});
-    ingest::Tensor image(ingest::DType::float32, ingest::Shape{32, 32, 3});
-    const std::uint8_t* in = pixels.data<std::uint8_t>();
-    float* out = image.data<float>();
-    for (std::size_t i = 0; i < image_bytes; ++i)
-      out[i] = (static_cast<float>(in[i]) - 127.5f) / 127.5f;
-    return {std::move(image), parsed.at(1).values.data<std::int64_t>()[0]};
-  }
-};
-
 auto w3_sequential_pipeline(const std::vector<std::string>& shards, ingest::Compression c) {
-  return ingest::tfrecord(shards, {.compression = c}).map(DecodeExample{}).batch(batch_size);
+  return ingest::tfrecord(shards, {.compression = c}).map(Decode{}).batch(batch_size);
 }
 
-void pipeline(benchmark::State& state, bool gzip) {
-  const auto ds =
-      w3_sequential_pipeline(gzip ? data().gzip : data().plain,
-                             gzip ? ingest::Compression::gzip : ingest::Compression::none);
+template <class Pipeline>
+void consume(benchmark::State& state, const Pipeline& ds, bool gzip) {
   for (auto _ : state) {
     double sum = 0;
     std::int64_t labels = 0;
     for (const auto& [images, batch_labels] : ds) {
-      sum += images.data<float>()[0];
-      labels += batch_labels.data<std::int64_t>()[0];
+      sum += images.template data<float>()[0];
+      labels += batch_labels.template data<std::int64_t>()[0];
     }
     benchmark::DoNotOptimize(sum);
     benchmark::DoNotOptimize(labels);
@@ -308,11 +223,23 @@ void pipeline(benchmark::State& state, bool gzip) {
   count(state, gzip ? data().gzip_bytes : data().plain_bytes);
 }
 
+void sequential(benchmark::State& state, bool gzip) {
+  consume(state,
+          w3_sequential_pipeline(gzip ? data().gzip : data().plain,
+                                 gzip ? ingest::Compression::gzip : ingest::Compression::none),
+          gzip);
+}
+
+// The full W3 pipeline, every knob autotuned.
+void parallel_pipeline(benchmark::State& state, bool gzip) {
+  consume(state, ingest::bench::w3::pipeline(gzip, Knobs{}), gzip);
+}
+
 }  // namespace
 
 void ingest::bench::register_benchmarks(const Config& config) {
   const std::int64_t n = config.smoke ? 2'000 : 100'000;
-  generate(n);
+  generate(n, true);
   note("W3 data: " + std::to_string(n) + " records in " + std::to_string(num_shards) + " shards, " +
        std::to_string(data().plain_bytes >> 20) + " MiB plain, " +
        std::to_string(data().gzip_bytes >> 20) +
@@ -346,7 +273,11 @@ void ingest::bench::register_benchmarks(const Config& config) {
   ms(benchmark::RegisterBenchmark("W3/parse/ingest_batch", ingest_parse_batch));
   set_reference("W3/parse/", "W3/parse/protobuf");
 
-  ms(benchmark::RegisterBenchmark("W3/pipeline/sequential", pipeline, false));
-  ms(benchmark::RegisterBenchmark("W3/pipeline/sequential_gzip", pipeline, true));
+  ms(benchmark::RegisterBenchmark("W3/pipeline/sequential", sequential, false));
+  ms(benchmark::RegisterBenchmark("W3/pipeline/sequential_gzip", sequential, true));
+  ms(benchmark::RegisterBenchmark("W3/pipeline/parallel_autotuned", parallel_pipeline, false)
+         ->UseRealTime());
+  ms(benchmark::RegisterBenchmark("W3/pipeline/parallel_autotuned_gzip", parallel_pipeline, true)
+         ->UseRealTime());
   set_reference("W3/pipeline/", "W3/read/page_cache");
 }

@@ -26,6 +26,11 @@ void register_benchmarks(const Config& config);
 void set_reference(const std::string& prefix, const std::string& reference, double scale = 1.0,
                    const std::string& label = "x");
 
+/// Prints `candidate`'s rate as a ratio of the best rate among the
+/// benchmarks whose names start with `group` (e.g. autotuned vs the best of a
+/// grid of hand-set values), naming that best one.
+void compare_with_best(const std::string& candidate, const std::string& group);
+
 /// Prints a line under the results (e.g. a measured property of the workload).
 void note(const std::string& line);
 

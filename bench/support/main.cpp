@@ -18,8 +18,12 @@ struct Reference {
   double scale;
   std::string label;
 };
+struct Best {
+  std::string candidate, group;
+};
 struct State {
   std::vector<Reference> references;
+  std::vector<Best> bests;
   std::vector<std::string> notes;
 };
 State& state() {
@@ -60,6 +64,18 @@ class RatioReporter : public benchmark::ConsoleReporter {
                     ref->second);
       }
     }
+    for (const auto& b : state().bests) {
+      auto cand = std::find_if(rates_.begin(), rates_.end(),
+                               [&](const auto& kv) { return kv.first.rfind(b.candidate, 0) == 0; });
+      const std::pair<const std::string, double>* best = nullptr;
+      for (const auto& kv : rates_) {
+        if (kv.first.rfind(b.group, 0) == 0 && (!best || kv.second > best->second)) best = &kv;
+      }
+      if (cand == rates_.end() || !best || best->second <= 0) continue;
+      std::printf("\n%s: %.3f x the best of %s* (%s, %.4g/s vs %.4g/s)\n", cand->first.c_str(),
+                  cand->second / best->second, b.group.c_str(), best->first.c_str(), cand->second,
+                  best->second);
+    }
     for (const auto& line : state().notes) std::printf("%s\n", line.c_str());
   }
 
@@ -74,6 +90,9 @@ void set_reference(const std::string& prefix, const std::string& reference, doub
   state().references.push_back({prefix, reference, scale, label});
 }
 void note(const std::string& line) { state().notes.push_back(line); }
+void compare_with_best(const std::string& candidate, const std::string& group) {
+  state().bests.push_back({candidate, group});
+}
 
 }  // namespace ingest::bench
 

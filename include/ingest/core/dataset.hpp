@@ -82,6 +82,15 @@ template <class Input>
 class CacheDataset;
 
 namespace detail {
+/// Rejects a count below -1 (take, skip, repeat: -1 means "all" or "forever").
+inline void check_count(const char* stage, std::int64_t count, const char* minus_one_means) {
+  if (count < -1) {
+    throw InvalidArgument(std::string(stage) + ": count must be >= 0, or -1 for " +
+                              minus_one_means + "; got " + std::to_string(count),
+                          {.stage = stage});
+  }
+}
+
 template <class D>
 struct is_parallel_map : std::false_type {};
 template <class Input, class F>
@@ -137,6 +146,7 @@ class PipelineIterator {
  private:
   void start() {
     started_ = true;
+    tracing_ = model_->tracing();
     bool tunable = false;
     model_->for_each(
         [&](detail::StageNode& n) { tunable |= n.parallelism.tunable || n.buffer.tunable; });
@@ -156,9 +166,15 @@ class PipelineIterator {
       return x;
     }
     const std::int64_t elapsed = detail::ticks() - last_end_;
-    model_->record_consumer(
-        static_cast<std::int64_t>(static_cast<double>(elapsed) * detail::ns_per_tick()), 1);
-    countdown_ = 16;
+    const auto gap =
+        static_cast<std::int64_t>(static_cast<double>(elapsed) * detail::ns_per_tick());
+    model_->record_consumer(gap, 1);
+    if (tracing_) {
+      // The consumer's own time (the training step), beside the stages' spans.
+      const std::int64_t now = detail::now_ns();
+      model_->trace({"consumer", 'X', now - gap, gap, detail::thread_number(), {}});
+    }
+    countdown_ = tracing_ ? 2 : 16;
     return it_.next();
   }
 
@@ -166,6 +182,7 @@ class PipelineIterator {
   It it_;
   std::unique_ptr<detail::Autotuner> tuner_;
   bool started_ = false;
+  bool tracing_ = false;
   std::int64_t countdown_ = 16;
   std::int64_t last_end_ = 0;
 };

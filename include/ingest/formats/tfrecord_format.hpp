@@ -104,7 +104,7 @@ class TFRecordReader {
     return guarded([&]() -> std::optional<std::string> {
       std::uint64_t length;
       if (!read_header(length)) return std::nullopt;
-      if (fits_window(length)) return std::string(read_small(static_cast<std::size_t>(length)));
+      if (fits_window(length)) return read_small_copy(static_cast<std::size_t>(length));
       std::string record;
       read_large(record, static_cast<std::size_t>(length));
       return record;
@@ -139,6 +139,23 @@ class TFRecordReader {
     check_payload(p, n, p + n);
     stream_.consume(n + detail::tfrecord_footer_bytes);
     return {p, n};
+  }
+
+  // A payload that fits the window, copied into its own string; the copy and
+  // the checksum are one pass over the source.
+  std::string read_small_copy(std::size_t n) {
+    if (!stream_.fill(n + detail::tfrecord_footer_bytes)) throw_truncated(payload_offset());
+    const char* p = stream_.data();
+    std::string out(n, '\0');
+    if (options_.verify_crc) {
+      if (crc32c_mask(crc32c_copy(out.data(), p, n)) != detail::load_le32(p + n)) {
+        throw_corrupted(payload_offset(), "data checksum mismatch");
+      }
+    } else if (n) {
+      std::memcpy(out.data(), p, n);
+    }
+    stream_.consume(n + detail::tfrecord_footer_bytes);
+    return out;
   }
 
   std::uint64_t payload_offset() const noexcept {

@@ -2,8 +2,9 @@
 // pipeline's output latency from the stages' measurements and hill-climbs
 // the knobs set to ingest::autotune (parallelism of parallel map,
 // map-and-batch and interleave; prefetch buffer sizes) toward the lowest
-// latency, within a CPU budget (total parallelism <= compute threads) and a
-// RAM budget (buffered bytes <= ram_budget_bytes). tf.data counterpart:
+// latency, within a CPU budget (the parallelism of the stages running on the
+// compute pool <= its threads; an interleave's I/O fetchers are bounded by
+// its cycle length) and a RAM budget (buffered bytes <= ram_budget_bytes). tf.data counterpart:
 // model::Model::Optimize with the hill-climbing algorithm.
 //
 // The model, as tf.data's: a synchronous stage adds its own time to its
@@ -128,8 +129,8 @@ class Optimizer {
       bool best_is_buffer = false;
       for (std::size_t i = 0; i < views_.size(); ++i) {
         const StageNode& n = *views_[i].node;
-        if (n.parallelism.tunable && par_[i] < n.parallelism.max &&
-            tuned_cpu() + fixed_cpu + 1 <= budget.cpu) {
+        const bool room = !uses_pool(i) || tuned_cpu() + fixed_cpu + 1 <= budget.cpu;
+        if (n.parallelism.tunable && par_[i] < n.parallelism.max && room) {
           ++par_[i];
           const double t = output_time();
           if (t < best && buffered_bytes() <= budget.ram_bytes) {
@@ -165,15 +166,18 @@ class Optimizer {
   const std::vector<NodeView>& views() const noexcept { return views_; }
 
  private:
-  bool is_parallel(std::size_t i) const {
+  // Stages whose parallelism runs on the compute pool (the CPU budget). An
+  // interleave's fetchers are driver threads doing I/O: bounded by its cycle
+  // length instead.
+  bool uses_pool(std::size_t i) const {
     const StageKind k = views_[i].node->kind;
-    return k == StageKind::parallel_map || k == StageKind::map_and_batch ||
-           (k == StageKind::interleave && views_[i].node->parallelism.tunable);
+    return k == StageKind::parallel_map || k == StageKind::map_and_batch;
   }
+  bool is_parallel(std::size_t i) const { return uses_pool(i); }
   std::int64_t tuned_cpu() const {
     std::int64_t total = 0;
     for (std::size_t i = 0; i < views_.size(); ++i) {
-      if (views_[i].node->parallelism.tunable) total += par_[i];
+      if (views_[i].node->parallelism.tunable && uses_pool(i)) total += par_[i];
     }
     return total;
   }
@@ -183,9 +187,7 @@ class Optimizer {
     const NodeView& v = views_[i];
     double total = 0;
     for (std::size_t c : v.inputs) {
-      const double ratio =
-          v.elements ? static_cast<double>(views_[c].elements) / static_cast<double>(v.elements)
-                     : 1;
+      const double ratio = input_ratio(v, views_[c]);
       if (ratio <= 0) continue;
       total += ratio * time(c, consumer_ns / ratio);
     }

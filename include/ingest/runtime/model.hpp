@@ -53,19 +53,27 @@ inline void configure_knob(Knob& k, std::int64_t requested, std::int64_t min, st
 
 class StageNode {
  public:
-  StageNode(std::string name, StageNode* parent, int depth)
-      : name_(std::move(name)), parent_(parent), depth_(depth) {}
+  StageNode(std::string name, StageNode* parent, int depth, class Model* model = nullptr)
+      : name_(std::move(name)), parent_(parent), depth_(depth), model_(model) {}
 
   const std::string& name() const noexcept { return name_; }
   StageNode* parent() const noexcept { return parent_; }
+  /// The model this node belongs to (null for a free-standing node).
+  class Model* model() const noexcept {
+    return model_;
+  }
+  /// Configuration rather than a stage (with_options, erase): not shown.
+  bool hidden() const noexcept { return name_ == "with_options" || name_ == "erase"; }
   int depth() const noexcept { return depth_; }
 
   // ---- measurements (all relaxed atomics; readers take snapshots) ----
 
   /// Elements this stage produced (seen by its consumer).
   std::atomic<std::int64_t> elements{0};
-  /// Sampled calls of next()/fill(): their inclusive time and the elements they produced.
-  std::atomic<std::int64_t> sampled_ns{0}, sampled_elements{0};
+  /// The estimated total time of all calls of next()/fill() (inclusive of
+  /// inputs pulled on the same thread): each sampled call's time weighted by
+  /// the number of calls it stands for. And the number of sampled calls.
+  std::atomic<std::int64_t> estimated_ns{0}, samples{0};
   /// Sampled element sizes.
   std::atomic<std::int64_t> sampled_bytes{0}, bytes_samples{0};
   /// Async stages: time spent on the stage's own work by its workers, and the
@@ -90,6 +98,9 @@ class StageNode {
   Knob buffer;
   /// This stage or one before it batches (tracing records every call then).
   std::atomic<bool> batched{false};
+  /// Input elements per element produced, when measurements do not tell yet
+  /// (a batch stage sets its batch size).
+  double nominal_ratio = 1.0;
 
   /// Average bytes of an element, from samples (0 if none yet).
   double bytes_per_element() const noexcept {
@@ -104,6 +115,7 @@ class StageNode {
   std::string name_;
   StageNode* parent_;
   int depth_;
+  class Model* model_;
   std::vector<StageNode*> inputs_;  // guarded by the model's mutex
 };
 
@@ -132,8 +144,8 @@ class Model {
     for (StageNode* n : siblings) {
       if (n->name() == name) return n;
     }
-    nodes_.push_back(
-        std::make_unique<StageNode>(std::string(name), parent, parent ? parent->depth() + 1 : 0));
+    nodes_.push_back(std::make_unique<StageNode>(std::string(name), parent,
+                                                 parent ? parent->depth() + 1 : 0, this));
     StageNode* n = nodes_.back().get();
     (parent ? parent->inputs_ : roots_).push_back(n);
     return n;
@@ -209,6 +221,14 @@ inline std::uint64_t thread_number() noexcept {
   static std::atomic<std::uint64_t> next{1};
   thread_local const std::uint64_t id = next.fetch_add(1, std::memory_order_relaxed);
   return id;
+}
+
+/// Records a span of a stage's work done off the consumer's thread (a pool
+/// worker's chunk), when the pipeline is traced. `end_ns` is now_ns().
+inline void trace_work(StageNode* node, std::int64_t start_ns, std::int64_t end_ns) {
+  if (!node || !node->model() || !node->model()->tracing()) return;
+  node->model()->trace(
+      {node->name() + " (work)", 'X', start_ns, end_ns - start_ns, thread_number(), {}});
 }
 
 }  // namespace ingest::detail

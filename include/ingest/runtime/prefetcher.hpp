@@ -171,33 +171,49 @@ class Prefetcher {
       return l > 0 ? std::min(ring.size(), static_cast<std::size_t>(l)) : ring.size();
     }
 
+    // Pulls in bursts: a producer with a gate holds its permit while its
+    // ring has room (up to a burst), so the gate costs a lock per burst, not
+    // per element, and only the pulling itself is limited.
     void produce() noexcept {
-      for (;;) {
-        if (cancelled.load(std::memory_order_acquire)) break;
-        Item item;
+      static constexpr int burst = 64;
+      bool done = false;
+      while (!done && !cancelled.load(std::memory_order_acquire)) {
+        if (!wait_for_room()) break;
         try {
           if (gate) gate->acquire();
+        } catch (...) {
+          done = !push(Item{std::nullopt, std::current_exception()});
+          continue;
+        }
+        for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
+          Item item;
           try {
             item.value = input->next();
           } catch (...) {
             item.error = std::current_exception();
           }
-          if (gate) gate->release();
-        } catch (...) {
-          item.error = std::current_exception();
+          const bool last = !item.value && !item.error;
+          store(std::move(item));
+          if (last) {
+            done = true;
+            break;
+          }
+          if (!has_room()) break;
         }
-        const bool last = !item.value && !item.error;
-        if (!push(std::move(item))) break;
-        if (last) break;
+        if (gate) gate->release();
       }
       exited.store(true, std::memory_order_release);
       exit_signal.notify();
     }
 
+    bool has_room() const noexcept {
+      return tail.load(std::memory_order_relaxed) - head.load(std::memory_order_acquire) < room();
+    }
+
     // Waits for room; false if cancelled meanwhile. A producer that found
     // the ring full waits until it is half empty, so a fast producer and a
     // slow consumer exchange one wake-up per half ring, not per element.
-    bool push(Item&& item) {
+    bool wait_for_room() {
       const std::size_t t = tail.load(std::memory_order_relaxed);
       if (t - head.load(std::memory_order_acquire) >= room()) {
         const std::size_t low_water = room() / 2;
@@ -206,14 +222,24 @@ class Prefetcher {
                  cancelled.load(std::memory_order_acquire);
         });
       }
-      if (cancelled.load(std::memory_order_acquire)) return false;
+      return !cancelled.load(std::memory_order_acquire);
+    }
+
+    bool push(Item&& item) {
+      if (!wait_for_room()) return false;
+      store(std::move(item));
+      return true;
+    }
+
+    // Stores an item; the caller made sure there is room.
+    void store(Item&& item) {
+      const std::size_t t = tail.load(std::memory_order_relaxed);
       ring[t % ring.size()] = std::move(item);
       tail.store(t + 1, std::memory_order_release);
       if (node)
         node->set_buffered(static_cast<std::int64_t>(t + 1 - head.load(std::memory_order_relaxed)));
       not_empty.notify();
       if (also_notify) also_notify->notify();
-      return true;
     }
 
     std::optional<It> input;

@@ -85,6 +85,7 @@ class Probe {
         model_(o.model_),
         period_(o.period_),
         countdown_(o.countdown_),
+        weight_(o.weight_),
         elements_(std::exchange(o.elements_, 0)) {}
   Probe& operator=(Probe&&) = delete;
   ~Probe() { publish(); }
@@ -151,19 +152,21 @@ class Probe {
     const auto took = static_cast<std::int64_t>(static_cast<double>(elapsed) * ns_per_tick());
     // Slow calls are measured more often (the clock is noise next to them),
     // so slow stages (batches, async waits) publish promptly.
+    // This call stands for the `weight_` calls since the previous sample, so
+    // the weighted sum estimates the total without bias, however uneven the
+    // calls (a shuffle's first call fills its whole buffer).
+    node_->estimated_ns.fetch_add(took * weight_, std::memory_order_relaxed);
+    node_->samples.fetch_add(1, std::memory_order_relaxed);
     if (period_ > 1) period_ = took > 20'000 ? 2 : took > 2'000 ? 8 : 64;
-    countdown_ = period_;
+    countdown_ = weight_ = period_;
     elements_ += static_cast<std::int64_t>(produced);
-    node_->sampled_ns.fetch_add(took, std::memory_order_relaxed);
-    node_->sampled_elements.fetch_add(static_cast<std::int64_t>(produced),
-                                      std::memory_order_relaxed);
     if (produced) {
       node_->sampled_bytes.fetch_add(static_cast<std::int64_t>(bytes / produced),
                                      std::memory_order_relaxed);
       node_->bytes_samples.fetch_add(1, std::memory_order_relaxed);
     }
     publish();
-    if (model_->tracing() && produced) {
+    if (model_->tracing() && produced && !node_->hidden()) {
       const std::int64_t end = now_ns();
       model_->trace({node_->name(), 'X', end - took, took, thread_number(), {}});
     }
@@ -181,6 +184,7 @@ class Probe {
   Model* model_;
   std::int64_t period_ = 64;
   std::int64_t countdown_ = 64;
+  std::int64_t weight_ = 1;    // calls the next sample stands for
   std::int64_t elements_ = 0;  // produced since the last publish
 };
 

@@ -90,6 +90,14 @@ struct NodeView {
   std::int64_t work_ns = 0;
 };
 
+/// Input elements per element of `v`: measured, or the node's nominal ratio
+/// while either count is still zero (a shuffle filling, a first batch).
+inline double input_ratio(const NodeView& v, const NodeView& in) noexcept {
+  if (v.elements > 0 && in.elements > 0)
+    return static_cast<double>(in.elements) / static_cast<double>(v.elements);
+  return v.node->nominal_ratio;
+}
+
 inline bool is_async(StageKind k) noexcept {
   return k == StageKind::parallel_map || k == StageKind::map_and_batch ||
          k == StageKind::prefetch || k == StageKind::interleave;
@@ -97,12 +105,12 @@ inline bool is_async(StageKind k) noexcept {
 
 /// A node's raw counters at one moment.
 struct Counters {
-  std::int64_t elements = 0, sampled_ns = 0, sampled_elements = 0, work_ns = 0, wait_ns = 0;
+  std::int64_t elements = 0, estimated_ns = 0, samples = 0, work_ns = 0, wait_ns = 0;
   static Counters read(const StageNode& n) noexcept {
     return {n.elements.load(std::memory_order_relaxed),
-            n.sampled_ns.load(std::memory_order_relaxed),
-            n.sampled_elements.load(std::memory_order_relaxed),
-            n.work_ns.load(std::memory_order_relaxed), n.wait_ns.load(std::memory_order_relaxed)};
+            n.estimated_ns.load(std::memory_order_relaxed),
+            n.samples.load(std::memory_order_relaxed), n.work_ns.load(std::memory_order_relaxed),
+            n.wait_ns.load(std::memory_order_relaxed)};
   }
 };
 
@@ -131,22 +139,20 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
       const auto it = std::find_if(since->begin(), since->end(),
                                    [&](const auto& p) { return p.first == order[i]; });
       if (it != since->end()) base[i] = it->second;
-      if (now[i].sampled_elements - base[i].sampled_elements < 8 && now[i].elements > 0)
-        windowed = false;
+      if (now[i].samples - base[i].samples < 8 && now[i].elements > 0) windowed = false;
     }
   }
   if (!windowed) base.assign(order.size(), Counters{});
   for (std::size_t i = 0; i < order.size(); ++i) {
     StageNode& n = *order[i];
     NodeView& v = views[i];
-    const Counters c{now[i].elements - base[i].elements, now[i].sampled_ns - base[i].sampled_ns,
-                     now[i].sampled_elements - base[i].sampled_elements,
-                     now[i].work_ns - base[i].work_ns, now[i].wait_ns - base[i].wait_ns};
+    const Counters c{now[i].elements - base[i].elements, now[i].estimated_ns - base[i].estimated_ns,
+                     now[i].samples - base[i].samples, now[i].work_ns - base[i].work_ns,
+                     now[i].wait_ns - base[i].wait_ns};
     v.node = &n;
     v.elements = c.elements;
-    v.inclusive_ns = c.sampled_elements ? static_cast<double>(c.sampled_ns) /
-                                              static_cast<double>(c.sampled_elements)
-                                        : 0;
+    v.inclusive_ns =
+        c.elements ? static_cast<double>(c.estimated_ns) / static_cast<double>(c.elements) : 0;
     v.bytes = n.bytes_per_element();
     v.wait_total_ns = c.wait_ns;
     v.work_ns = c.work_ns;
@@ -194,7 +200,7 @@ inline PipelineStats make_stats(const Model& model) {
   std::size_t worst_row = 0;
   for (const NodeView& v : views) {
     const StageNode& n = *v.node;
-    if (hidden_stage(n.name())) continue;
+    if (n.hidden()) continue;
     StageStats s;
     s.name = n.name();
     s.depth = n.depth();
@@ -202,7 +208,7 @@ inline PipelineStats make_stats(const Model& model) {
     s.megabytes = v.bytes * static_cast<double>(v.elements) / 1e6;
     s.self_us_per_element = v.self_ns / 1e3;
     if (n.kind == StageKind::parallel_map || n.kind == StageKind::map_and_batch ||
-        (n.kind == StageKind::interleave && n.parallelism.get() > 1)) {
+        (n.kind == StageKind::interleave && (n.parallelism.get() > 1 || n.parallelism.tunable))) {
       s.parallelism = n.parallelism.get();
     }
     if (n.kind == StageKind::prefetch) s.buffer = n.buffer.get();

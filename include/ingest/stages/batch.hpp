@@ -102,6 +102,7 @@ class BatchDataset
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
+    if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
     return BatchIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
                                                           static_cast<std::size_t>(batch_size_),
                                                           options_.drop_remainder, ctx.allocator);

@@ -154,8 +154,10 @@ class InterleaveIterator {
       InnerIt it = detail::child_iterator(
           detail::invoke_user("interleave", index, f_, std::move(*x)), ctx_, " (each input)");
       if (parallel_) {
-        e.fetcher.emplace(std::move(it), 2 * config_.block_length + 1, *runtime_, &shared_->gate,
-                          &shared_->any_ready);
+        // Room for two blocks and more: a fetcher of small elements then
+        // sleeps and wakes once per half buffer, not per element.
+        e.fetcher.emplace(std::move(it), std::max<std::size_t>(2 * config_.block_length + 1, 16),
+                          *runtime_, &shared_->gate, &shared_->any_ready);
         e.fetcher->start();
       } else {
         e.direct.emplace(std::move(it));

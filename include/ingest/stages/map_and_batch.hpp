@@ -177,7 +177,9 @@ class MapAndBatchIterator {
     void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
       const std::int64_t start = detail::now_ns();
       compute_all(c, cancelled);
-      record_work(c.end - c.begin, detail::now_ns() - start, 1);
+      const std::int64_t end = detail::now_ns();
+      record_work(c.end - c.begin, end - start, 1);
+      detail::trace_work(node, start, end);
     }
     void compute_all(Chunk& c, const std::atomic<bool>& cancelled) const {
       Batch& b = *c.batch;
@@ -424,6 +426,7 @@ class MapAndBatchDataset
     std::size_t parallelism = detail::resolve_parallelism(map_options_.parallelism, *runtime);
     if (ctx.node) {
       ctx.node->kind = detail::StageKind::map_and_batch;
+      ctx.node->nominal_ratio = static_cast<double>(batch_size_);
       detail::configure_knob(ctx.node->parallelism, map_options_.parallelism, 1,
                              static_cast<std::int64_t>(runtime->threads()),
                              static_cast<std::int64_t>(parallelism));

@@ -92,6 +92,7 @@ class PaddedBatchDataset
     }
   }
   auto make_iterator(const IteratorContext& ctx) const {
+    if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
     return PaddedBatchIterator<detail::child_iterator_t<Input>>(
         detail::child_iterator(input_, ctx), static_cast<std::size_t>(batch_size_), options_,
         ctx.allocator);

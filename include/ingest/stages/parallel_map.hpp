@@ -134,9 +134,10 @@ class ParallelMapIterator {
         }
         c.in[i].reset();
       }
-      const std::int64_t spent = detail::now_ns() - start;
-      planner.p->record(i, spent);
-      if (node) node->work_ns.fetch_add(spent, std::memory_order_relaxed);
+      const std::int64_t end = detail::now_ns();
+      planner.p->record(i, end - start);
+      if (node) node->work_ns.fetch_add(end - start, std::memory_order_relaxed);
+      detail::trace_work(node, start, end);
     }
   };
   using Runner = detail::ChunkRunner<Chunk, Run>;

@@ -86,11 +86,7 @@ class RepeatDataset : public DatasetBase<RepeatDataset<Input>, typename Input::e
   static constexpr std::string_view stage_name = "repeat";
 
   RepeatDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
-    if (count < -1) {
-      throw InvalidArgument(
-          "repeat: count must be >= 0, or -1 for forever; got " + std::to_string(count),
-          {.stage = "repeat"});
-    }
+    detail::check_count("repeat", count, "forever");
   }
   auto make_iterator(const IteratorContext& ctx) const {
     return RepeatIterator<Input>(input_, count_, ctx);

@@ -58,10 +58,7 @@ class SkipDataset : public DatasetBase<SkipDataset<Input>, typename Input::eleme
   static constexpr std::string_view stage_name = "skip";
 
   SkipDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
-    if (count < -1) {
-      throw InvalidArgument("skip: count must be >= 0, or -1 for all; got " + std::to_string(count),
-                            {.stage = "skip"});
-    }
+    detail::check_count("skip", count, "all");
   }
   auto make_iterator(const IteratorContext& ctx) const {
     return SkipIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),

@@ -51,10 +51,7 @@ class TakeDataset : public DatasetBase<TakeDataset<Input>, typename Input::eleme
   static constexpr std::string_view stage_name = "take";
 
   TakeDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
-    if (count < -1) {
-      throw InvalidArgument("take: count must be >= 0, or -1 for all; got " + std::to_string(count),
-                            {.stage = "take"});
-    }
+    detail::check_count("take", count, "all");
   }
   auto make_iterator(const IteratorContext& ctx) const {
     return TakeIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),

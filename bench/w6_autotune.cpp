@@ -1,0 +1,158 @@
+// W6, autotune (../shared/bench/WORKLOADS.md), on W3's pipeline until the
+// image pipeline exists: list_files -> parallel interleave(tfrecord) ->
+// decode + a CPU-heavy step of ~50 us per element -> shuffle(10,000) ->
+// batch(256) -> prefetch. The same pipeline with every knob set to
+// ingest::autotune, against the best of a grid of hand-set values (map
+// parallelism 1-4, interleave parallelism 1/2/4, prefetch 1/2/4/8), all
+// measured in this run; and the autotuned run's peak resident memory (the
+// kernel's high-water mark, reset before the run) against its RAM budget.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include <ingest/ingest.hpp>
+
+#include "support/bench.hpp"
+#include "support/w3_data.hpp"
+
+using namespace ingest::bench::w3;
+
+namespace {
+
+// About 50 us of integer work per element (the W2 function's loop, longer).
+struct Heavy {
+  std::int64_t rounds;
+  std::pair<ingest::Tensor, std::int64_t> operator()(
+      std::pair<ingest::Tensor, std::int64_t> e) const {
+    auto h = static_cast<std::uint64_t>(e.second);
+    for (std::int64_t k = 0; k < rounds; ++k) {
+      h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+      h ^= h >> 33;
+    }
+    e.second += static_cast<std::int64_t>(h & 1);  // keep the work
+    return e;
+  }
+};
+
+Heavy& heavy() {
+  static Heavy h{25'000};
+  return h;
+}
+
+// One pass over the data with the given knobs; records per second.
+double run(Knobs knobs) {
+  const auto ds = pipeline(false, knobs, heavy()).with_options({});
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t records = 0;
+  for (const auto& [images, labels] : ds) records += labels.dim(0);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(records) / s;
+}
+
+// The kernel's peak resident set of this process, in bytes; reset_peak()
+// starts a new measurement (Linux: writing 5 to clear_refs).
+std::int64_t peak_rss() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  std::int64_t kb = 0;
+  std::string unit;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      status >> kb >> unit;
+      return kb * 1024;
+    }
+    std::getline(status, unit);
+  }
+  return 0;
+}
+bool reset_peak() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  return static_cast<bool>(clear);
+}
+
+std::string knobs_name(const Knobs& k) {
+  return "map" + std::to_string(k.map_parallelism) + "_interleave" +
+         std::to_string(k.interleave_parallelism) + "_prefetch" + std::to_string(k.prefetch);
+}
+
+void one(benchmark::State& state, Knobs knobs) {
+  double rate = 0;
+  for (auto _ : state) rate = run(knobs);
+  state.counters["records_per_second"] = rate;
+  state.SetItemsProcessed(state.iterations() * data().num_records);
+}
+
+}  // namespace
+
+void ingest::bench::register_benchmarks(const Config& config) {
+  const std::int64_t n = config.smoke ? 2'000 : 100'000;
+  generate(n, false);
+  // Calibrate the heavy step to ~50 us on this machine.
+  {
+    const auto start = std::chrono::steady_clock::now();
+    Heavy probe{25'000};
+    std::int64_t sink = 0;
+    for (int i = 0; i < 40; ++i) sink += probe({ingest::Tensor(), i}).second;
+    benchmark::DoNotOptimize(sink);
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count() /
+        40;
+    heavy().rounds = static_cast<std::int64_t>(25'000 * 50.0 / us);
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "W6: %lld records; heavy step calibrated to %lld rounds (~50 us)",
+                  static_cast<long long>(n), static_cast<long long>(heavy().rounds));
+    note(line);
+  }
+
+  // One unmeasured pass first: the first pass in a process also pays for the
+  // page cache, the pool's first allocations and its threads' creation,
+  // which would otherwise fall on whichever configuration runs first.
+  run(Knobs{2, 2, 2});
+
+  // The autotuned run first, alone, for its memory high-water mark.
+  benchmark::RegisterBenchmark("W6/autotuned",
+                               [](benchmark::State& state) {
+                                 const bool reset = reset_peak();
+                                 const std::int64_t before = peak_rss();
+                                 one(state, Knobs{});
+                                 const std::int64_t peak = peak_rss();
+                                 const std::int64_t budget = ingest::detail::default_ram_budget();
+                                 char line[200];
+                                 std::snprintf(line, sizeof line,
+                                               "W6 autotuned: peak RSS %.1f MiB (%s; %.1f MiB "
+                                               "before the run), RAM budget %.1f MiB: %s",
+                                               static_cast<double>(peak) / (1 << 20),
+                                               reset ? "high-water mark reset" : "process peak",
+                                               static_cast<double>(before) / (1 << 20),
+                                               static_cast<double>(budget) / (1 << 20),
+                                               peak <= budget ? "within" : "OVER");
+                                 note(line);
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1);
+
+  for (std::int64_t map : {1, 2, 3, 4}) {
+    for (std::int64_t interleave : {1, 2, 4}) {
+      for (std::int64_t prefetch : {1, 2, 4, 8}) {
+        const Knobs k{map, interleave, prefetch};
+        benchmark::RegisterBenchmark(("W6/grid/" + knobs_name(k)).c_str(), one, k)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->Iterations(1);
+      }
+    }
+  }
+  // Each grid point against the autotuned run (> 1: the grid point was faster),
+  // and the autotuned run against the best grid point (the W6 figure).
+  set_reference("W6/grid/", "W6/autotuned", 1.0, "x autotuned");
+  compare_with_best("W6/autotuned", "W6/grid/");
+}
