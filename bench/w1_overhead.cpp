@@ -3,6 +3,7 @@
 // every batch. Reference: a hand-written loop that writes each batch of 256
 // values into a reused buffer and sums it, compiled with the same flags.
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include <ingest/ingest.hpp>
@@ -38,6 +39,25 @@ void plain_loop(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * (n / batch_size) * batch_size);
 }
 
+// Pulls every element of `ds` for each benchmark iteration, summing it
+// (a batch through sum_batch), and reports `items` elements per pass.
+template <class Dataset>
+void drain(benchmark::State& state, const Dataset& ds, std::int64_t items) {
+  for (auto _ : state) {
+    std::int64_t total = 0;
+    auto it = ds.iterator();
+    while (auto x = it.next()) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(*x)>, std::int64_t>) {
+        total += *x;
+      } else {
+        total += sum_batch(*x);
+      }
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  state.SetItemsProcessed(state.iterations() * items);
+}
+
 auto pipeline(std::int64_t n) {
   return ingest::range(n)
       .map([](std::int64_t x) { return 2 * x + 1; })
@@ -47,26 +67,14 @@ auto pipeline(std::int64_t n) {
 void ingest_static(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const auto ds = pipeline(n);
-  for (auto _ : state) {
-    std::int64_t total = 0;
-    auto it = ds.iterator();
-    while (auto b = it.next()) total += sum_batch(*b);
-    benchmark::DoNotOptimize(total);
-  }
-  state.SetItemsProcessed(state.iterations() * (n / batch_size) * batch_size);
+  drain(state, ds, n / batch_size * batch_size);
 }
 
 // The full W1 pipeline, with prefetch(2): batches cross to the consumer's thread.
 void ingest_prefetch(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const auto ds = pipeline(n).prefetch(2);
-  for (auto _ : state) {
-    std::int64_t total = 0;
-    auto it = ds.iterator();
-    while (auto b = it.next()) total += sum_batch(*b);
-    benchmark::DoNotOptimize(total);
-  }
-  state.SetItemsProcessed(state.iterations() * (n / batch_size) * batch_size);
+  drain(state, ds, n / batch_size * batch_size);
 }
 
 // A trivial function through the sequential map and through the parallel
@@ -82,18 +90,11 @@ void trivial_map(benchmark::State& state) {
       return ingest::range(n).map(inc);
     }
   }();
-  for (auto _ : state) {
-    std::int64_t total = 0;
-    if constexpr (batched) {
-      auto it = mapped.batch(batch_size).iterator();
-      while (auto b = it.next()) total += sum_batch(*b);
-    } else {
-      auto it = mapped.iterator();
-      while (auto x = it.next()) total += *x;
-    }
-    benchmark::DoNotOptimize(total);
+  if constexpr (batched) {
+    drain(state, mapped.batch(batch_size), n);
+  } else {
+    drain(state, mapped, n);
   }
-  state.SetItemsProcessed(state.iterations() * n);
 }
 
 // The cost of one hand-off between threads: elements (or W1 batches) through
@@ -102,13 +103,7 @@ void handoff(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   const std::int64_t buffer = state.range(1);
   const auto ds = ingest::range(n).prefetch(buffer);
-  for (auto _ : state) {
-    std::int64_t total = 0;
-    auto it = ds.iterator();
-    while (auto x = it.next()) total += *x;
-    benchmark::DoNotOptimize(total);
-  }
-  state.SetItemsProcessed(state.iterations() * n);
+  drain(state, ds, n);
 }
 
 // Erased at the element boundary: batch pulls through AnyIterator's bulk fill.
@@ -117,13 +112,7 @@ void ingest_erased(benchmark::State& state) {
   ingest::AnyDataset<std::int64_t> elements =
       ingest::range(n).map([](std::int64_t x) { return 2 * x + 1; });
   const auto ds = elements.batch(batch_size, {.drop_remainder = true});
-  for (auto _ : state) {
-    std::int64_t total = 0;
-    auto it = ds.iterator();
-    while (auto b = it.next()) total += sum_batch(*b);
-    benchmark::DoNotOptimize(total);
-  }
-  state.SetItemsProcessed(state.iterations() * (n / batch_size) * batch_size);
+  drain(state, ds, n / batch_size * batch_size);
 }
 
 // Erased whole pipeline, the consumer pulling one element per virtual next().
@@ -131,13 +120,7 @@ void ingest_erased_per_element(benchmark::State& state) {
   const std::int64_t n = state.range(0);
   ingest::AnyDataset<std::int64_t> elements =
       ingest::range(n).map([](std::int64_t x) { return 2 * x + 1; });
-  for (auto _ : state) {
-    std::int64_t total = 0;
-    auto it = elements.iterator();
-    while (auto x = it.next()) total += *x;
-    benchmark::DoNotOptimize(total);
-  }
-  state.SetItemsProcessed(state.iterations() * n);
+  drain(state, elements, n);
 }
 
 }  // namespace
