@@ -160,10 +160,8 @@ Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, st
   return batch;
 }
 
-}  // namespace detail
-
-template <>
-struct padded_batch_traits<Tensor> {
+/// Elements padded through pad_view (Tensors, vectors): one padded Tensor.
+struct padded_views_traits {
   using batch_type = Tensor;
   static constexpr std::size_t components = 1;
   template <class Get>
@@ -174,6 +172,11 @@ struct padded_batch_traits<Tensor> {
         allocator);
   }
 };
+
+}  // namespace detail
+
+template <>
+struct padded_batch_traits<Tensor> : detail::padded_views_traits {};
 
 /// Arithmetic scalars stack unpadded into a rank-1 tensor.
 template <TensorElement T>
@@ -192,17 +195,7 @@ struct padded_batch_traits<T> {
 
 /// Vectors of arithmetic values pad to the longest (or the padded shape's) length.
 template <TensorElement T, class A>
-struct padded_batch_traits<std::vector<T, A>> {
-  using batch_type = Tensor;
-  static constexpr std::size_t components = 1;
-  template <class Get>
-  static Tensor build(std::size_t n, Get get, const PaddedBatchOptions& options,
-                      std::size_t component, Allocator& allocator) {
-    return detail::pad_views(
-        n, [&get](std::size_t i) { return detail::pad_view(get(i)); }, options, component,
-        allocator);
-  }
-};
+struct padded_batch_traits<std::vector<T, A>> : detail::padded_views_traits {};
 
 namespace detail {
 template <class... Ts>
