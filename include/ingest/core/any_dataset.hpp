@@ -55,7 +55,9 @@ class AnyIterator {
       if (deferred) [[unlikely]] {
         std::rethrow_exception(std::exchange(deferred, nullptr));
       }
-      out = it.next();
+      // Value and flag written separately: `out = it.next()` copies the
+      // optional through a 16-byte load of the parts just stored (a stall).
+      if (std::optional<T> x = it.next()) out.emplace(std::move(*x));
     }
     std::size_t fill(std::span<T> out) override {
       if constexpr (bulk_iterator<It>) {

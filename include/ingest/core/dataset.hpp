@@ -122,7 +122,8 @@ class PipelineIterator {
 
   /// The next element, or std::nullopt at the end. Rethrows an element's error
   /// (an ingest::Error with its stage and position); iteration may continue.
-  std::optional<value_type> next() {
+  /// Always inlined into the consumer's loop, as Probe::next is (see there).
+  [[gnu::always_inline]] std::optional<value_type> next() {
     if (!started_) [[unlikely]]
       start();
     if (--countdown_ > 1) [[likely]]

@@ -32,16 +32,16 @@ inline std::int64_t ticks() noexcept {
 #endif
 }
 
-/// Nanoseconds per tick, calibrated against the steady clock over the
-/// process's lifetime so far (at least 1 ms of it).
-inline double ns_per_tick() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
+/// The slow path of ns_per_tick(): measures the ratio against the steady
+/// clock since the first call, and settles it once 50 ms have passed.
+[[gnu::noinline]] inline double calibrate_ns_per_tick(std::atomic<double>& settled) noexcept {
   struct Origin {
     std::int64_t ns = now_ns();
     std::int64_t tick = ticks();
   };
   static const Origin origin;
-  std::int64_t ns = now_ns() - origin.ns;
+  const std::int64_t ns = now_ns() - origin.ns;
   if (ns < 1'000'000) {
     // Too early to tell: measure over a millisecond once.
     static const double early = [] {
@@ -53,7 +53,22 @@ inline double ns_per_tick() noexcept {
     return early;
   }
   const std::int64_t t = ticks() - origin.tick;
-  return t > 0 ? static_cast<double>(ns) / static_cast<double>(t) : 1.0;
+  const double ratio = t > 0 ? static_cast<double>(ns) / static_cast<double>(t) : 1.0;
+  if (ns >= 50'000'000) settled.store(ratio, std::memory_order_relaxed);
+  return ratio;
+}
+#endif
+
+/// Nanoseconds per tick, calibrated against the steady clock: over the
+/// process's first 50 ms, then fixed, so the hot path reads no clock (a
+/// clock_gettime costs ~25 ns in a VM).
+inline double ns_per_tick() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  static std::atomic<double> settled{0.0};
+  const double ratio = settled.load(std::memory_order_relaxed);
+  if (ratio > 0) [[likely]]
+    return ratio;
+  return calibrate_ns_per_tick(settled);
 #else
   return 1.0;
 #endif

@@ -49,6 +49,22 @@ class MapIterator {
       bulk_iterator<InputIt> && std::is_default_constructible_v<input_type> &&
       std::is_move_assignable_v<input_type> && std::is_move_assignable_v<value_type> {
     if (deferred_ || pending_ < buffered_) return 0;  // drain those through next()
+    if constexpr (map_fusing_iterator<InputIt, F, value_type>) {
+      // The source applies f in its own loop: one pass, no read-ahead.
+      std::exception_ptr error;
+      const std::size_t got = input_.fill_map(out, f_, error);
+      index_ += static_cast<std::int64_t>(got);
+      if (error) {
+        // The failed element was consumed; its error waits for next().
+        try {
+          std::rethrow_exception(error);
+        } catch (...) {
+          deferred_ = detail::capture_with_context({.stage = "map", .element = index_});
+        }
+        ++index_;
+      }
+      return got;
+    }
     std::size_t n = 0;
     while (n < out.size()) {
       const std::size_t want = std::min(chunk, out.size() - n);
