@@ -154,7 +154,9 @@ class PipelineIterator {
     if (tunable && model_->autotune.load(std::memory_order_relaxed)) {
       const auto cpu = model_->cpu_budget.load(std::memory_order_relaxed);
       tuner_ = std::make_unique<detail::Autotuner>(
-          model_, cpu > 0 ? cpu : static_cast<std::int64_t>(default_runtime()->threads()));
+          model_,
+          cpu > 0 ? cpu
+                  : static_cast<std::int64_t>(detail::max_tuned_parallelism(*default_runtime())));
     }
   }
 

@@ -3,9 +3,9 @@
 // the knobs set to ingest::autotune (parallelism of parallel map,
 // map-and-batch and interleave; prefetch buffer sizes) toward the lowest
 // latency, within a CPU budget (the parallelism of the stages running on the
-// compute pool <= its threads; an interleave's I/O fetchers are bounded by
-// its cycle length) and a RAM budget (buffered bytes <= ram_budget_bytes). tf.data counterpart:
-// model::Model::Optimize with the hill-climbing algorithm.
+// compute pool <= its threads + 1, the consumer thread that helps; an
+// interleave's I/O fetchers are bounded by its cycle length) and a RAM budget (buffered bytes <=
+// ram_budget_bytes). tf.data counterpart: model::Model::Optimize with the hill-climbing algorithm.
 //
 // The model, as tf.data's: a synchronous stage adds its own time to its
 // inputs'; an asynchronous stage decouples its producer (time y per element,

@@ -182,7 +182,7 @@ class Model {
   // ---- pipeline settings (from with_options, set while iterators are created) ----
   std::atomic<bool> autotune{true};
   std::atomic<std::int64_t> ram_budget_bytes{0};  // 0: the default fraction of available memory
-  std::atomic<std::int64_t> cpu_budget{0};        // 0: the runtime's threads
+  std::atomic<std::int64_t> cpu_budget{0};        // 0: the runtime's threads + 1
 
   std::string trace_path;  // written when the pipeline iterator is destroyed
 

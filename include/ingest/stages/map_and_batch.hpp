@@ -59,7 +59,7 @@ class MapAndBatchIterator {
         drop_remainder_(drop_remainder),
         parallelism_(parallelism),
         deterministic_(deterministic) {
-    const std::size_t p_max = std::max(parallelism, runtime_->threads());
+    const std::size_t p_max = std::max(parallelism, detail::max_tuned_parallelism(*runtime_));
     const std::size_t chunks_per_batch = std::min(batch_size, 4 * p_max);
     const std::size_t max_batches =
         std::clamp<std::size_t>((4 * p_max + batch_size - 1) / batch_size, 2, 64);
@@ -428,7 +428,7 @@ class MapAndBatchDataset
       ctx.node->kind = detail::StageKind::map_and_batch;
       ctx.node->nominal_ratio = static_cast<double>(batch_size_);
       detail::configure_knob(ctx.node->parallelism, map_options_.parallelism, 1,
-                             static_cast<std::int64_t>(runtime->threads()),
+                             static_cast<std::int64_t>(detail::max_tuned_parallelism(*runtime)),
                              static_cast<std::int64_t>(parallelism));
       parallelism = static_cast<std::size_t>(ctx.node->parallelism.get());
     }

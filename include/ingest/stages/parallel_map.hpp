@@ -63,7 +63,8 @@ class ParallelMapIterator {
         parallelism_(parallelism),
         deterministic_(deterministic),
         node_(node) {
-    const std::size_t capacity = 2 * std::max(parallelism, runtime_->threads()) + 2;
+    const std::size_t capacity =
+        2 * std::max(parallelism, detail::max_tuned_parallelism(*runtime_)) + 2;
     runner_ = std::make_shared<Runner>(capacity, Run{std::move(f), ChunkPlannerBox{}, node},
                                        runtime_.get());
     inflight_.reserve(capacity);
@@ -277,7 +278,7 @@ class ParallelMapDataset
     if (ctx.node) {
       ctx.node->kind = detail::StageKind::parallel_map;
       detail::configure_knob(ctx.node->parallelism, options_.parallelism, 1,
-                             static_cast<std::int64_t>(runtime->threads()),
+                             static_cast<std::int64_t>(detail::max_tuned_parallelism(*runtime)),
                              static_cast<std::int64_t>(parallelism));
       parallelism = static_cast<std::size_t>(ctx.node->parallelism.get());
     }

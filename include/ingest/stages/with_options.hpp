@@ -46,7 +46,7 @@ class WithOptionsDataset
                                  std::memory_order_relaxed);
       }
       if (inner.runtime) {
-        m.cpu_budget.store(static_cast<std::int64_t>(inner.runtime->threads()),
+        m.cpu_budget.store(static_cast<std::int64_t>(detail::max_tuned_parallelism(*inner.runtime)),
                            std::memory_order_relaxed);
       }
       if (!options_.trace_path.empty()) {
