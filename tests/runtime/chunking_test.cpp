@@ -59,3 +59,16 @@ TEST_CASE("the inline sampler measures a run of calls every period", "[runtime][
   p.update();
   CHECK(p.known());
 }
+
+TEST_CASE("a clock-dominated first chunk does not hide a trivial function", "[runtime][chunking]") {
+  // The first chunk has one element, whose measured time is mostly the
+  // clock's (~50 ns in a VM); the next chunks show ~1 ns per call.
+  ChunkPlanner p(1024);
+  p.record(1, 50);
+  p.update();
+  CHECK_FALSE(p.prefer_inline(false));  // 50 ns x 1024 = 51 us: not yet
+  p.record(1000, 1000);
+  p.update();
+  CHECK(p.ns_per_element() == Approx(1050.0 / 1001));
+  CHECK(p.prefer_inline(false));  // inline after one real chunk
+}

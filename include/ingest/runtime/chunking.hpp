@@ -94,9 +94,17 @@ class ChunkPlanner {
     const std::int64_t dn = n - seen_elements_;
     if (dn <= 0) return;
     const double sample = static_cast<double>(ns - seen_ns_) / static_cast<double>(dn);
+    // Over the first elements, the average of all of them: the first chunk
+    // has one element, whose time is mostly the clock's own (~25-50 ns in a
+    // VM), and a moving average would remember it for several chunks.
+    const bool early = seen_elements_ < early_elements;
     seen_ns_ = ns;
     seen_elements_ = n;
-    cost_ns_ = cost_ns_ < 0 ? sample : 0.7 * cost_ns_ + 0.3 * sample;
+    if (early) {
+      cost_ns_ = static_cast<double>(ns) / static_cast<double>(n);
+    } else {
+      cost_ns_ = 0.7 * cost_ns_ + 0.3 * sample;
+    }
   }
 
   /// Measured nanoseconds per element, or -1 before any measurement.
@@ -121,6 +129,8 @@ class ChunkPlanner {
   std::size_t max_chunk() const noexcept { return max_chunk_; }
 
  private:
+  static constexpr std::int64_t early_elements = 4096;
+
   std::size_t max_chunk_;
   std::atomic<std::int64_t> busy_ns_{0};
   std::atomic<std::int64_t> busy_elements_{0};
@@ -148,14 +158,17 @@ class InlineSampler {
   /// True when it just recorded a measurement.
   bool after(ChunkPlanner& planner) noexcept {
     if (--left_ == 0) {
-      planner.record(run, now_ns() - start_);
+      last_ns_ = now_ns() - start_;
+      planner.record(run, last_ns_);
       return true;
     }
     return false;
   }
+  /// The time of the last measured run of calls.
+  std::int64_t last_ns() const noexcept { return last_ns_; }
 
  private:
-  std::int64_t countdown_ = 1, start_ = 0, left_ = 0;
+  std::int64_t countdown_ = 1, start_ = 0, left_ = 0, last_ns_ = 0;
 };
 
 }  // namespace ingest::detail
