@@ -24,11 +24,11 @@ TEST_CASE("iterators of the same stage share one node", "[runtime][model]") {
 TEST_CASE("knobs are fixed or tunable, and the first iterator sets them", "[runtime][model]") {
   Knob fixed;
   configure_knob(fixed, 4, 1, 8, 2);
-  CHECK_FALSE(fixed.tunable);
+  CHECK_FALSE(fixed.tunable());
   CHECK(fixed.get() == 4);
   Knob tuned;
   configure_knob(tuned, -1, 1, 8, 20);
-  CHECK(tuned.tunable);
+  CHECK(tuned.tunable());
   CHECK(tuned.get() == 8);  // clamped to the range
   tuned.value = 3;
   configure_knob(tuned, -1, 1, 8, 5);  // a second iterator of the stage

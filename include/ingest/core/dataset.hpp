@@ -150,7 +150,7 @@ class PipelineIterator {
     tracing_ = model_->tracing();
     bool tunable = false;
     model_->for_each(
-        [&](detail::StageNode& n) { tunable |= n.parallelism.tunable || n.buffer.tunable; });
+        [&](detail::StageNode& n) { tunable |= n.parallelism.tunable() || n.buffer.tunable(); });
     if (tunable && model_->autotune.load(std::memory_order_relaxed)) {
       const auto cpu = model_->cpu_budget.load(std::memory_order_relaxed);
       tuner_ = std::make_unique<detail::Autotuner>(

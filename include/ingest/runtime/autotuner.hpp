@@ -116,11 +116,11 @@ class Optimizer {
     std::int64_t fixed_cpu = 0;
     for (std::size_t i = 0; i < views_.size(); ++i) {
       const StageNode& n = *views_[i].node;
-      if (n.parallelism.tunable)
-        par_[i] = n.parallelism.min;
+      if (n.parallelism.tunable())
+        par_[i] = n.parallelism.min();
       else if (is_parallel(i))
         fixed_cpu += par_[i];
-      if (n.buffer.tunable) buf_[i] = n.buffer.min;
+      if (n.buffer.tunable()) buf_[i] = n.buffer.min();
     }
     for (int step = 0; step < 10'000; ++step) {
       const double now = output_time();
@@ -130,7 +130,7 @@ class Optimizer {
       for (std::size_t i = 0; i < views_.size(); ++i) {
         const StageNode& n = *views_[i].node;
         const bool room = !uses_pool(i) || tuned_cpu() + fixed_cpu + 1 <= budget.cpu;
-        if (n.parallelism.tunable && par_[i] < n.parallelism.max && room) {
+        if (n.parallelism.tunable() && par_[i] < n.parallelism.max() && room) {
           ++par_[i];
           const double t = output_time();
           if (t < best && buffered_bytes() <= budget.ram_bytes) {
@@ -140,9 +140,9 @@ class Optimizer {
           }
           --par_[i];
         }
-        if (n.buffer.tunable && buf_[i] < n.buffer.max) {
+        if (n.buffer.tunable() && buf_[i] < n.buffer.max()) {
           const std::int64_t old = buf_[i];
-          buf_[i] = std::min(n.buffer.max, old * 2);
+          buf_[i] = std::min(n.buffer.max(), old * 2);
           const double t = output_time();
           if (t < best && buffered_bytes() <= budget.ram_bytes) {
             best = t;
@@ -154,7 +154,7 @@ class Optimizer {
       }
       if (!(best + consumer_ns_ < (now + consumer_ns_) * 0.995)) break;
       if (best_is_buffer) {
-        buf_[best_i] = std::min(views_[best_i].node->buffer.max, buf_[best_i] * 2);
+        buf_[best_i] = std::min(views_[best_i].node->buffer.max(), buf_[best_i] * 2);
       } else {
         ++par_[best_i];
       }
@@ -177,7 +177,7 @@ class Optimizer {
   std::int64_t tuned_cpu() const {
     std::int64_t total = 0;
     for (std::size_t i = 0; i < views_.size(); ++i) {
-      if (views_[i].node->parallelism.tunable && uses_pool(i)) total += par_[i];
+      if (views_[i].node->parallelism.tunable() && uses_pool(i)) total += par_[i];
     }
     return total;
   }
@@ -212,7 +212,7 @@ class Optimizer {
                probability_empty(consumer_ns + pull, y, static_cast<double>(2 * par_[i])) * y;
       }
       case StageKind::interleave: {
-        if (par_[i] <= 1 && !v.node->parallelism.tunable)
+        if (par_[i] <= 1 && !v.node->parallelism.tunable())
           return v.self_ns + inputs_time(i, consumer_ns);
         const double y = (v.self_ns + inputs_time(i, 0)) / static_cast<double>(par_[i]);
         return probability_empty(consumer_ns, y, static_cast<double>(2 * par_[i])) * y;
@@ -266,8 +266,8 @@ class Autotuner {
     if (!model_->tracing()) return;
     const std::int64_t now = now_ns();
     model_->for_each([&](StageNode& n) {
-      if (n.parallelism.tunable) trace_knob(n, "parallelism", n.parallelism.get(), now);
-      if (n.buffer.tunable) trace_knob(n, "buffer", n.buffer.get(), now);
+      if (n.parallelism.tunable()) trace_knob(n, "parallelism", n.parallelism.get(), now);
+      if (n.buffer.tunable()) trace_knob(n, "buffer", n.buffer.get(), now);
     });
   }
 
@@ -311,19 +311,19 @@ class Autotuner {
                        std::to_string(static_cast<std::int64_t>(o.output_time())) + " ns/elem;";
     for (std::size_t i = 0; i < o.views().size(); ++i) {
       const NodeView& v = o.views()[i];
-      if (!v.node->parallelism.tunable && !v.node->buffer.tunable) continue;
+      if (!v.node->parallelism.tunable() && !v.node->buffer.tunable()) continue;
       line += " " + v.node->name() + " (self " +
               std::to_string(static_cast<std::int64_t>(v.self_ns)) + " ns, " +
               std::to_string(v.elements) + " elems)";
-      if (v.node->parallelism.tunable) line += " parallelism " + std::to_string(o.parallelism(i));
-      if (v.node->buffer.tunable) line += " buffer " + std::to_string(o.buffer(i));
+      if (v.node->parallelism.tunable()) line += " parallelism " + std::to_string(o.parallelism(i));
+      if (v.node->buffer.tunable()) line += " buffer " + std::to_string(o.buffer(i));
       line += ";";
     }
     log_line(line);
   }
 
   void apply(StageNode& n, Knob& knob, std::int64_t value, const char* what, std::int64_t now) {
-    if (!knob.tunable || knob.get() == value) return;
+    if (!knob.tunable() || knob.get() == value) return;
     knob.value.store(value, std::memory_order_relaxed);
     if (model_->tracing()) trace_knob(n, what, value, now);
   }

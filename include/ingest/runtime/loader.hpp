@@ -469,7 +469,7 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
     if (ctx.node) {
       ctx.node->kind = StageKind::prefetch;
       configure_knob(ctx.node->buffer, options_.depth, 1, max_tuned_loader_depth, default_depth);
-      if (ctx.node->buffer.tunable) {
+      if (ctx.node->buffer.tunable()) {
         knob = &ctx.node->buffer.value;
         capacity = max_tuned_loader_depth;
       }

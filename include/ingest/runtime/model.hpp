@@ -29,13 +29,24 @@ enum class StageKind : std::uint8_t {
   interleave,     ///< opens inner datasets; parallel fetchers when parallelism > 1
 };
 
-/// A value the autotuner may change while the stage runs.
+/// A value the autotuner may change while the stage runs. Every iterator of
+/// a stage configures its node's knobs (an interleave opens many of the same
+/// inner stage, on several threads) with the same settings, and the
+/// autotuner reads them meanwhile: all atomics.
 struct Knob {
   std::atomic<std::int64_t> value{0};
-  std::int64_t min = 1, max = 1;
-  bool tunable = false;  // the user passed ingest::autotune
 
   std::int64_t get() const noexcept { return value.load(std::memory_order_relaxed); }
+  /// The user passed ingest::autotune.
+  bool tunable() const noexcept { return tunable_.load(std::memory_order_relaxed); }
+  std::int64_t min() const noexcept { return min_.load(std::memory_order_relaxed); }
+  std::int64_t max() const noexcept { return max_.load(std::memory_order_relaxed); }
+
+ private:
+  friend void configure_knob(Knob&, std::int64_t, std::int64_t, std::int64_t,
+                             std::int64_t) noexcept;
+  std::atomic<std::int64_t> min_{1}, max_{1};
+  std::atomic<bool> tunable_{false};
 };
 
 /// Sets up a knob from a stage's option: a fixed value, or ingest::autotune
@@ -43,11 +54,13 @@ struct Knob {
 /// the same stage share the node; the first one sets the value.
 inline void configure_knob(Knob& k, std::int64_t requested, std::int64_t min, std::int64_t max,
                            std::int64_t initial) noexcept {
-  k.tunable = requested < 0;
-  k.min = min;
-  k.max = std::max(min, max);
+  const bool tunable = requested < 0;
+  max = std::max(min, max);
+  k.tunable_.store(tunable, std::memory_order_relaxed);
+  k.min_.store(min, std::memory_order_relaxed);
+  k.max_.store(max, std::memory_order_relaxed);
   std::int64_t unset = 0;
-  k.value.compare_exchange_strong(unset, k.tunable ? std::clamp(initial, k.min, k.max) : requested,
+  k.value.compare_exchange_strong(unset, tunable ? std::clamp(initial, min, max) : requested,
                                   std::memory_order_relaxed);
 }
 

@@ -208,14 +208,14 @@ inline PipelineStats make_stats(const Model& model) {
     s.megabytes = v.bytes * static_cast<double>(v.elements) / 1e6;
     s.self_us_per_element = v.self_ns / 1e3;
     if (n.kind == StageKind::parallel_map || n.kind == StageKind::map_and_batch ||
-        (n.kind == StageKind::interleave && (n.parallelism.get() > 1 || n.parallelism.tunable))) {
+        (n.kind == StageKind::interleave && (n.parallelism.get() > 1 || n.parallelism.tunable()))) {
       s.parallelism = n.parallelism.get();
     }
     if (n.kind == StageKind::prefetch) s.buffer = n.buffer.get();
     s.buffered = n.buffered.load(std::memory_order_relaxed);
     s.consumer_wait_percent =
         elapsed_ns > 0 ? 100.0 * static_cast<double>(v.wait_total_ns) / elapsed_ns : 0;
-    s.autotuned = n.parallelism.tunable || n.buffer.tunable;
+    s.autotuned = n.parallelism.tunable() || n.buffer.tunable();
     // Demand on the pipeline per final element: own time x elements per final
     // element, shared among the stage's parallel calls.
     const double demand = v.self_ns * static_cast<double>(v.elements) / root_elements /

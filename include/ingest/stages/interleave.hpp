@@ -287,7 +287,7 @@ class InterleaveDataset
       detail::configure_knob(ctx.node->parallelism, options_.parallelism, 1,
                              static_cast<std::int64_t>(config.cycle_length),
                              static_cast<std::int64_t>(config.parallelism));
-      if (ctx.node->parallelism.tunable) config.tuned_parallelism = &ctx.node->parallelism.value;
+      if (ctx.node->parallelism.tunable()) config.tuned_parallelism = &ctx.node->parallelism.value;
     }
     return InterleaveIterator<detail::child_iterator_t<Input>, F>(
         detail::child_iterator(input_, ctx), f_, config, ctx);

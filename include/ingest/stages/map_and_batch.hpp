@@ -285,7 +285,7 @@ class MapAndBatchIterator {
 
   // Loads batches and submits their chunks while the budget allows.
   void launch() {
-    if (node_ && node_->parallelism.tunable) {
+    if (node_ && node_->parallelism.tunable()) {
       parallelism_ = static_cast<std::size_t>(node_->parallelism.get());
     }
     while (!input_done_ && active_.size() < batches_.size()) {

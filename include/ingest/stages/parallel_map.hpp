@@ -147,7 +147,7 @@ class ParallelMapIterator {
   detail::ChunkPlanner& planner() { return *runner_->run().planner.p; }
 
   void replan() {
-    if (node_ && node_->parallelism.tunable) {
+    if (node_ && node_->parallelism.tunable()) {
       parallelism_ = static_cast<std::size_t>(node_->parallelism.get());
     }
     planner().update();

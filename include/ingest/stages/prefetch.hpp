@@ -31,7 +31,7 @@ class PrefetchIterator {
                    detail::StageNode* node = nullptr)
       : runtime_(std::move(runtime)),
         prefetcher_(std::move(input), capacity, *runtime_, nullptr, nullptr,
-                    node && node->buffer.tunable ? &node->buffer.value : nullptr, node) {}
+                    node && node->buffer.tunable() ? &node->buffer.value : nullptr, node) {}
 
   std::optional<value_type> next() { return prefetcher_.next(); }
 
@@ -68,7 +68,7 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
       // A tuned buffer starts at one element and grows only as the
       // autotuner finds it pays within the RAM budget.
       detail::configure_knob(ctx.node->buffer, buffer_size_, 1, max_tuned_buffer, 1);
-      if (ctx.node->buffer.tunable) capacity = static_cast<std::size_t>(max_tuned_buffer);
+      if (ctx.node->buffer.tunable()) capacity = static_cast<std::size_t>(max_tuned_buffer);
     }
     return PrefetchIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
                                                              capacity, runtime, ctx.node);
