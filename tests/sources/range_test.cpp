@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "support/testing.hpp"
@@ -27,6 +29,28 @@ TEST_CASE("range bulk fill matches next", "[sources][range]") {
   CHECK(collect_bulk(range(100), 7) == iota(0, 100));
   CHECK(collect_bulk(range(10, -10, -3), 4) == collect(range(10, -10, -3)));
   CHECK(collect_bulk(range(0), 4).empty());
+}
+
+TEST_CASE("range's fused fill_map consumes a failed element and resumes after it",
+          "[sources][range]") {
+  for (std::int64_t step : {1, 3, -2}) {
+    INFO("step " << step);
+    auto it = range(0, 100 * step, step).make_iterator({});
+    auto f = [step](std::int64_t x) -> std::int64_t {
+      if (x == 5 * step) throw std::runtime_error("five");
+      return 2 * x + 1;
+    };
+    std::vector<std::int64_t> out(8);
+    std::exception_ptr error;
+    CHECK(it.fill_map(std::span(out), f, error) == 5);  // elements 0..4, then 5 fails
+    CHECK(error);
+    CHECK(out[4] == 2 * 4 * step + 1);
+    error = nullptr;
+    CHECK(it.fill_map(std::span(out), f, error) == 8);  // resumes at element 6
+    CHECK_FALSE(error);
+    CHECK(out[0] == 2 * 6 * step + 1);
+    CHECK(out[7] == 2 * 13 * step + 1);
+  }
 }
 
 TEST_CASE("range at the limits of int64 does not overflow", "[sources][range]") {

@@ -57,11 +57,18 @@ class RangeIterator {
     std::uint64_t v = next_;
     std::size_t i = 0;
     try {
-      for (; i < n; ++i) {
-        out[i] = f(static_cast<std::int64_t>(v));
-        v += step;
+      if (step == 1) {
+        // base + i: vectorises (with f) where the additive induction below does not.
+        for (; i < n; ++i) out[i] = f(static_cast<std::int64_t>(v + i));
+        v += n;
+      } else {
+        for (; i < n; ++i) {
+          out[i] = f(static_cast<std::int64_t>(v));
+          v += step;
+        }
       }
     } catch (...) {
+      v += step == 1 ? i : 0;  // the step-1 loop leaves v at the chunk's start
       error = std::current_exception();
       next_ = v + step;  // the failed element is consumed
       left_ -= i + 1;
