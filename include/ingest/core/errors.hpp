@@ -132,6 +132,16 @@ inline std::exception_ptr capture_with_context(const ErrorContext& context) {
   }
 }
 
+/// The same for an exception captured earlier (e.g. by a bulk fill_map).
+inline std::exception_ptr capture_with_context(std::exception_ptr error,
+                                               const ErrorContext& context) {
+  try {
+    std::rethrow_exception(std::move(error));
+  } catch (...) {
+    return capture_with_context(context);
+  }
+}
+
 /// Calls a user function; an exception from it leaves with `stage` and
 /// `element` as context. Zero cost when nothing throws.
 template <class F, class... Args>

@@ -68,9 +68,8 @@ class RangeIterator {
         }
       }
     } catch (...) {
-      v += step == 1 ? i : 0;  // the step-1 loop leaves v at the chunk's start
       error = std::current_exception();
-      next_ = v + step;  // the failed element is consumed
+      next_ += (i + 1) * step;  // element i failed, and is consumed
       left_ -= i + 1;
       return i;
     }

@@ -56,11 +56,7 @@ class MapIterator {
       index_ += static_cast<std::int64_t>(got);
       if (error) {
         // The failed element was consumed; its error waits for next().
-        try {
-          std::rethrow_exception(error);
-        } catch (...) {
-          deferred_ = detail::capture_with_context({.stage = "map", .element = index_});
-        }
+        deferred_ = detail::capture_with_context(error, {.stage = "map", .element = index_});
         ++index_;
       }
       return got;

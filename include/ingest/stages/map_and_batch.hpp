@@ -222,12 +222,8 @@ class MapAndBatchIterator {
       count += got;
       if (error) {
         if (!first_error) {
-          try {
-            std::rethrow_exception(error);
-          } catch (...) {
-            first_error = detail::capture_with_context(
-                {.stage = "map", .element = next_index_ + static_cast<std::int64_t>(count)});
-          }
+          first_error = detail::capture_with_context(
+              error, {.stage = "map", .element = next_index_ + static_cast<std::int64_t>(count)});
         }
         ++count;  // the failed element takes its place in the batch
       } else if (count < batch_size_) {
