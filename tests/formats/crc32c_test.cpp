@@ -84,20 +84,3 @@ TEST_CASE("TFRecord's CRC mask round-trips and matches TensorFlow's constant",
   const std::uint32_t c = crc32c("123456789", 9);
   CHECK(masked_crc32c("123456789", 9) == (((c >> 15) | (c << 17)) + 0xa282ead8u));
 }
-
-TEST_CASE("crc32c_copy copies and checksums in one pass", "[formats][crc32c]") {
-  std::mt19937_64 rng(11);
-  std::vector<unsigned char> src(40000);
-  for (auto& b : src) b = static_cast<unsigned char>(rng());
-  for (std::size_t offset : {0, 1, 3, 7}) {
-    for (std::size_t n : {0, 1, 7, 8, 9, 255, 256, 767, 768, 769, 3090, 24575, 24576, 30000}) {
-      std::vector<unsigned char> dst(n + 16, 0xAB);
-      const std::uint32_t c = ingest::crc32c_copy(dst.data() + 1, src.data() + offset, n);
-      CHECK(c == ingest::crc32c(src.data() + offset, n));
-      CHECK(std::equal(src.begin() + static_cast<std::ptrdiff_t>(offset),
-                       src.begin() + static_cast<std::ptrdiff_t>(offset + n), dst.begin() + 1));
-      CHECK(dst[0] == 0xAB);  // nothing written outside [dst, dst + n)
-      CHECK(dst[n + 1] == 0xAB);
-    }
-  }
-}

@@ -1,7 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <new>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <ingest/formats/file.hpp>
 
@@ -77,4 +82,93 @@ TEST_CASE("AtomicFileWriter abandoned leaves nothing behind", "[formats][file]")
   CHECK(read_file(path) == "old");
   CHECK(dir.list() == std::vector<std::string>{"out.bin"});
   CHECK_THROWS_AS(detail::AtomicFileWriter(dir / "no/such/dir/x", "test"), IoError);
+}
+
+TEST_CASE("I/O buffers are page-aligned", "[formats][file]") {
+  for (std::size_t n : {1, 64, 4096, 256 << 10, 1 << 20}) {
+    const detail::AlignedBuffer b = detail::make_aligned_buffer(n);
+    CHECK(reinterpret_cast<std::uintptr_t>(b.get()) % detail::io_buffer_alignment == 0);
+  }
+}
+
+namespace {
+
+// Stores the background jobs a FileMapping hands out, to run them when the test says.
+struct JobQueue {
+  std::vector<std::function<void()>> jobs;
+  detail::BackgroundExecutor executor() {
+    return [this](std::function<void()> job) { jobs.push_back(std::move(job)); };
+  }
+  std::size_t run_all() {
+    const std::size_t n = jobs.size();
+    for (auto& job : jobs) job();
+    jobs.clear();
+    return n;
+  }
+};
+
+std::string pattern_bytes(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131) >> 7);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("FileMapping populates ahead of the reader through its executor", "[formats][file]") {
+  TempDir dir;
+  constexpr std::size_t chunk = detail::FileMapping::populate_chunk;
+  constexpr std::size_t ahead = detail::FileMapping::populate_ahead;
+  const std::string bytes = pattern_bytes(5 * ahead + 123);
+  write_file(dir / "big", bytes);
+  detail::FileReader file(dir / "big", "test");
+  JobQueue queue;
+  detail::FileMapping m(file, queue.executor());
+  REQUIRE_FALSE(m.empty());
+  REQUIRE(m.size() == bytes.size());
+  // The reader faults the first chunk in itself; the rest of the window is requested.
+  CHECK(queue.jobs.size() == (ahead - chunk) / chunk);
+  CHECK(queue.run_all() == (ahead - chunk) / chunk);
+  CHECK(std::string_view(m.data(), m.size()) == bytes);
+
+  std::size_t requested = ahead;
+  for (std::size_t at = 0; at < bytes.size(); at += chunk / 3) {
+    m.advance(at);
+    requested += queue.jobs.size() * chunk;
+    queue.run_all();
+    CHECK(requested >= std::min(bytes.size(), at + ahead - chunk));  // stays ahead
+  }
+  CHECK(requested >= bytes.size());
+  CHECK(std::string_view(m.data(), m.size()) == bytes);
+}
+
+TEST_CASE("FileMapping's background jobs outlive it safely", "[formats][file]") {
+  TempDir dir;
+  const std::string bytes = pattern_bytes(4 * detail::FileMapping::populate_ahead);
+  write_file(dir / "big", bytes);
+  detail::FileReader file(dir / "big", "test");
+  JobQueue queue;
+  {
+    detail::FileMapping m(file, queue.executor());
+    CHECK(m.data()[bytes.size() - 1] == bytes.back());
+    REQUIRE_FALSE(queue.jobs.empty());
+  }  // destroyed with population jobs pending: its unmapping is queued behind them
+  const std::size_t pending = queue.jobs.size();
+  CHECK(queue.run_all() == pending);  // they find the reader gone; the last one unmaps
+
+  // An executor that cannot take jobs: the mapping reads without help.
+  detail::FileMapping refused(file, [](std::function<void()>) { throw std::bad_alloc(); });
+  CHECK(std::string_view(refused.data(), refused.size()) == bytes);
+  refused.advance(bytes.size() / 2);
+
+  // A file smaller than two chunks gets no help, and moves keep one mapping.
+  write_file(dir / "small", bytes.substr(0, detail::FileMapping::populate_chunk));
+  detail::FileReader small_file(dir / "small", "test");
+  detail::FileMapping small(small_file, queue.executor());
+  CHECK(queue.jobs.empty());
+  detail::FileMapping moved(std::move(small));
+  CHECK(small.empty());
+  CHECK(moved.size() == detail::FileMapping::populate_chunk);
+  small = std::move(moved);
+  CHECK(small.data()[7] == bytes[7]);
 }

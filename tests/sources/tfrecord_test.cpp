@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -80,4 +81,22 @@ TEST_CASE("tfrecord without CRC checks skips verification", "[sources][tfrecord]
   write_file(dir / "bad", bad);
   CHECK_THROWS_AS(collect(tfrecord(dir / "bad")), DataLossError);
   CHECK(collect(tfrecord(dir / "bad", {.verify_crc = false})) == V{"hello", "world"});
+}
+
+TEST_CASE("tfrecord reads a large mapped file with its pages populated on the runtime",
+          "[sources][tfrecord]") {
+  // Files over two populate chunks get background jobs on the pipeline's pool;
+  // the records must be the same whether the jobs run early, late or not at all.
+  TempDir dir;
+  V payloads;
+  for (const auto& p : sample_payloads(1500, 7)) payloads.push_back(p + std::string(4000, 'x'));
+  write_file(dir / "big", frame_records(payloads));
+  REQUIRE(std::filesystem::file_size(dir / "big") > 2 * detail::FileMapping::populate_chunk);
+  for (std::size_t threads : {1, 2}) {
+    auto ds = tfrecord(dir / "big").with_options({.threads = threads});
+    CHECK(collect(ds) == payloads);
+    auto it = ds.iterator();  // stopped mid-file: pending jobs must not touch the unmapped file
+    for (int i = 0; i < 700; ++i) REQUIRE(it.next());
+  }
+  CHECK(collect(tfrecord(dir / "big", {.memory_map = false})) == payloads);
 }

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "support/files.hpp"
+#include "support/records.hpp"
 #include "support/testing.hpp"
 
 using namespace ingest;
@@ -135,4 +138,34 @@ TEST_CASE("destroying a parallel interleave mid-stream stops its fetchers",
   const int after = pulled.load();
   std::this_thread::sleep_for(20ms);
   CHECK(pulled.load() == after);
+}
+
+TEST_CASE("parallel interleave of large mapped TFRecord files, pages populated on the pool",
+          "[stages][interleave][concurrency]") {
+  // W3's shape: readers on pool threads whose mapped files get background
+  // population jobs on the same pool, some iterators stopped mid-file.
+  TempDir dir;
+  std::vector<std::string> paths;
+  std::vector<std::vector<std::string>> payloads;
+  for (int f = 0; f < 3; ++f) {
+    std::vector<std::string> records;
+    for (int i = 0; i < 1200; ++i)
+      records.push_back(std::string(4000 + i, static_cast<char>('a' + f)));
+    write_file(dir / std::to_string(f), frame_records(records));
+    paths.push_back(dir / std::to_string(f));
+    payloads.push_back(std::move(records));
+  }
+  const auto files = from_vector(paths);
+  for (std::size_t threads : {1, 2}) {
+    INFO("threads " << threads);
+    auto ds = files
+                  .interleave([](const std::string& p) { return tfrecord(p); },
+                              {.cycle_length = 3, .parallelism = 3})
+                  .with_options({.threads = threads});
+    std::vector<std::string> got = collect(ds);
+    REQUIRE(got.size() == 3 * 1200);
+    for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == payloads[i % 3][i / 3]);
+    auto it = ds.iterator();
+    for (int i = 0; i < 500; ++i) REQUIRE(it.next());
+  }
 }

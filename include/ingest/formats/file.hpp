@@ -17,6 +17,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +33,26 @@ inline IoError io_error(std::string_view stage, const std::string& path, std::st
                         int err) {
   return IoError(std::string(what) + ": " + std::strerror(err),
                  {.stage = std::string(stage), .file = path});
+}
+
+/// Alignment of every read and write buffer: a page. read() into a
+/// destination that is not 32-byte aligned runs about 5x slower on some CPUs
+/// (the kernel's `rep movsb` on AMD Zen 3 here: 2.5 vs 12.2 GB/s from the
+/// page cache), and glibc's new[] returns page + 16 bytes for large buffers.
+inline constexpr std::size_t io_buffer_alignment = 4096;
+
+struct AlignedBufferDelete {
+  void operator()(char* p) const noexcept {
+    ::operator delete[](p, std::align_val_t{io_buffer_alignment});
+  }
+};
+/// A page-aligned byte buffer (see io_buffer_alignment).
+using AlignedBuffer = std::unique_ptr<char[], AlignedBufferDelete>;
+
+/// An uninitialised page-aligned buffer of n bytes.
+inline AlignedBuffer make_aligned_buffer(std::size_t n) {
+  return AlignedBuffer(
+      static_cast<char*>(::operator new[](n, std::align_val_t{io_buffer_alignment})));
 }
 
 /// A file opened read-only for sequential reading; closes on destruction.
@@ -118,63 +141,142 @@ class FileReader {
   bool regular_ = false;
 };
 
-/// A read-only shared mapping of a whole regular file, unmapped on destruction.
+/// Runs a short job on another thread (in a pipeline: its runtime's pool).
+/// Readers use one to prepare data ahead of their consumer; empty means no
+/// help. Jobs must not block and must catch their own exceptions.
+using BackgroundExecutor = std::function<void(std::function<void()>)>;
+
+/// A read-only shared mapping of a whole regular file, unmapped when the
+/// mapping and every background job using it are gone.
+///
+/// Reading a mapped file costs a page fault per 16 pages, which on a virtual
+/// machine costs as much as checksumming the bytes. Given a
+/// BackgroundExecutor, the mapping has the pages ahead of the reader entered
+/// into the page tables on another thread (MADV_POPULATE_READ, Linux 5.14+;
+/// without it the reader takes the faults itself), a few MiB ahead. Behind
+/// the reader it lets the kernel drop the pages from this process (they stay
+/// in the page cache), so a long file does not pile up in resident memory.
 class FileMapping {
  public:
   FileMapping() = default;
   /// Maps the file; empty() afterwards if it cannot be mapped (the caller
   /// then reads it instead).
-  explicit FileMapping(const FileReader& file) {
+  explicit FileMapping(const FileReader& file, BackgroundExecutor background = {}) {
     if (!file.has_size() || file.size() == 0 || file.size() > SIZE_MAX) return;
-    void* p =
-        ::mmap(nullptr, static_cast<std::size_t>(file.size()), PROT_READ, MAP_SHARED, file.fd(), 0);
+    const auto size = static_cast<std::size_t>(file.size());
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
     if (p == MAP_FAILED) return;
-    data_ = static_cast<const char*>(p);
-    size_ = static_cast<std::size_t>(file.size());
-    ::madvise(p, size_, MADV_SEQUENTIAL);
+    region_ = std::make_shared<Region>(static_cast<const char*>(p), size);
+    ::madvise(p, size, MADV_SEQUENTIAL);
+    if (background && size > populate_chunk + populate_chunk) {
+      background_ = std::move(background);
+      populated_ = populate_chunk;  // the reader faults the first chunk in itself
+    }
+    advance(0);
   }
-  FileMapping(FileMapping&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)),
-        size_(std::exchange(o.size_, 0)),
-        released_(std::exchange(o.released_, 0)) {}
+
+  FileMapping(FileMapping&&) noexcept = default;
   FileMapping& operator=(FileMapping&& o) noexcept {
     if (this != &o) {
       unmap();
-      data_ = std::exchange(o.data_, nullptr);
-      size_ = std::exchange(o.size_, 0);
-      released_ = std::exchange(o.released_, 0);
+      region_ = std::move(o.region_);
+      background_ = std::move(o.background_);
+      released_ = o.released_;
+      populated_ = o.populated_;
+      next_step_ = o.next_step_;
     }
     return *this;
   }
   FileMapping(const FileMapping&) = delete;
   FileMapping& operator=(const FileMapping&) = delete;
+  /// With background help, the unmapping (a few % of reading a file) runs there too.
   ~FileMapping() { unmap(); }
 
-  bool empty() const noexcept { return data_ == nullptr; }
-  const char* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return region_ == nullptr; }
+  const char* data() const noexcept { return region_ ? region_->data : nullptr; }
+  std::size_t size() const noexcept { return region_ ? region_->size : 0; }
 
-  /// Lets the kernel drop the pages before `offset` from this process (they
-  /// stay in the page cache and fault back in if touched), so a long file
-  /// does not pile up in the reader's resident memory.
-  void release_before(std::size_t offset) noexcept {
-    constexpr std::size_t step = std::size_t{64} << 20;
-    if (offset < released_ + step) return;
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t end = offset / page * page;
-    ::madvise(const_cast<char*>(data_) + released_, end - released_, MADV_DONTNEED);
-    released_ = end;
+  /// Tells the mapping that the reader is at `offset`: pages far behind are
+  /// released, pages ahead are populated. Cheap unless it crosses a step.
+  void advance(std::size_t offset) noexcept {
+    if (offset < next_step_) return;
+    step(offset);
   }
+
+  /// Bytes between populated ranges and between releases.
+  static constexpr std::size_t populate_chunk = std::size_t{2} << 20;
+  static constexpr std::size_t populate_ahead = std::size_t{8} << 20;
+  static constexpr std::size_t release_step = std::size_t{64} << 20;
 
  private:
-  void unmap() noexcept {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-    data_ = nullptr;
+  struct Region {
+    Region(const char* d, std::size_t n) : data(d), size(n) {}
+    Region(const Region&) = delete;
+    Region& operator=(const Region&) = delete;
+    ~Region() { ::munmap(const_cast<char*>(data), size); }
+    const char* data;
+    std::size_t size;
+    std::atomic<std::size_t> reader_at{0};  // where the reader was at its last step
+  };
+
+  void step(std::size_t offset) noexcept {
+    Region& r = *region_;
+    r.reader_at.store(offset, std::memory_order_relaxed);
+    if (offset >= released_ + release_step) {
+      const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+      const std::size_t end = offset / page * page;
+      ::madvise(const_cast<char*>(r.data) + released_, end - released_, MADV_DONTNEED);
+      released_ = end;
+    }
+    next_step_ = released_ + release_step;
+    if (background_) {
+      const std::size_t target = std::min(r.size, offset + populate_ahead);
+      while (populated_ < target) {
+        const std::size_t n = std::min(populate_chunk, r.size - populated_);
+        try {
+          background_([region = std::weak_ptr<Region>(region_), from = populated_, n] {
+            populate(region, from, n);
+          });
+        } catch (...) {  // no memory for the job: read without help
+          background_ = nullptr;
+          return;
+        }
+        populated_ += n;
+      }
+      // populated_ >= offset + populate_ahead here unless the file is all requested
+      if (populated_ < r.size) {
+        next_step_ = std::min(next_step_, populated_ + populate_chunk - populate_ahead);
+      }
+    }
   }
 
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
-  std::size_t released_ = 0;
+  // Enters [from, from + n) into the page tables, unless the reader is gone or already past it.
+  static void populate(const std::weak_ptr<Region>& weak, std::size_t from,
+                       std::size_t n) noexcept {
+#ifdef MADV_POPULATE_READ
+    const std::shared_ptr<Region> r = weak.lock();
+    if (!r || r->reader_at.load(std::memory_order_relaxed) >= from) return;
+    ::madvise(const_cast<char*>(r->data) + from, n, MADV_POPULATE_READ);  // best effort
+#else
+    (void)weak, (void)from, (void)n;
+#endif
+  }
+
+  void unmap() noexcept {
+    if (region_ && background_) {
+      try {
+        background_([region = std::move(region_)]() mutable { region.reset(); });
+      } catch (...) {  // the job could not be queued (its captures are gone with it)
+      }
+    }
+    region_.reset();
+  }
+
+  std::shared_ptr<Region> region_;
+  BackgroundExecutor background_;
+  std::size_t released_ = 0;   // pages before this were released
+  std::size_t populated_ = 0;  // population was requested up to here
+  std::size_t next_step_ = 0;  // advance() acts from here on
 };
 
 /// A file written under a hidden temporary name beside `path` (".name.tmp-…")

@@ -8,16 +8,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/formats/file.hpp"
+#include "ingest/runtime/runtime.hpp"
 
 namespace ingest {
 
@@ -45,15 +49,21 @@ class FileList {
 
 namespace ingest::detail {
 
-/// Reader: constructible from (const std::string& path, const Options&), with
-/// `std::optional<T> read()` returning std::nullopt at the end of its file.
+/// Reader: constructible from (const std::string& path, const Options&), and
+/// optionally with a BackgroundExecutor after them (then it gets one that
+/// posts to the pipeline's runtime), with `std::optional<T> read()` returning
+/// std::nullopt at the end of its file.
 template <class Reader, class Options>
 class FileSequenceIterator {
  public:
   using value_type = typename decltype(std::declval<Reader&>().read())::value_type;
 
-  FileSequenceIterator(FileList paths, Options options, const char* stage)
-      : paths_(std::move(paths)), options_(std::move(options)), stage_(stage) {}
+  FileSequenceIterator(FileList paths, Options options, const char* stage,
+                       std::shared_ptr<Runtime> runtime = nullptr)
+      : paths_(std::move(paths)),
+        options_(std::move(options)),
+        stage_(stage),
+        runtime_(std::move(runtime)) {}
 
   std::optional<value_type> next() {
     for (;;) {
@@ -61,7 +71,7 @@ class FileSequenceIterator {
         if (file_ == paths_.size()) return std::nullopt;
         const std::string& path = paths_[file_++];
         try {
-          reader_.emplace(path, options_);
+          open(path);
         } catch (Error& e) {
           e.add_context({.stage = stage_, .element = produced_, .file = path});
           throw;
@@ -85,9 +95,22 @@ class FileSequenceIterator {
   }
 
  private:
+  void open(const std::string& path) {
+    if constexpr (std::is_constructible_v<Reader, const std::string&, const Options&,
+                                          BackgroundExecutor>) {
+      // The default runtime is looked up (and started) only when a job comes.
+      reader_.emplace(path, options_, [rt = runtime_](std::function<void()> job) {
+        (rt ? rt : default_runtime())->post(std::move(job));
+      });
+    } else {
+      reader_.emplace(path, options_);
+    }
+  }
+
   FileList paths_;
   Options options_;
   const char* stage_;
+  std::shared_ptr<Runtime> runtime_;  // for readers taking background help; null: the default
   std::size_t file_ = 0;
   std::int64_t produced_ = 0;
   std::optional<Reader> reader_;
@@ -117,8 +140,8 @@ class FileDataset
   FileDataset(FileList paths, Options options)
       : paths_(std::move(paths)), options_(std::move(options)) {}
 
-  detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext&) const {
-    return {paths_, options_, Stage};
+  detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext& ctx) const {
+    return {paths_, options_, Stage, ctx.runtime};
   }
 
   const FileList& paths() const noexcept { return paths_; }

@@ -80,9 +80,12 @@ inline void store_le32(char* p, std::uint32_t v) noexcept {
 /// a file can be trusted.
 class TFRecordReader {
  public:
-  explicit TFRecordReader(std::string path, TFRecordOptions options = {})
+  /// Opens `path`. With `background` (ingest::tfrecord passes its runtime's
+  /// pool), a memory-mapped file's pages are populated ahead of the reader.
+  explicit TFRecordReader(std::string path, TFRecordOptions options = {},
+                          detail::BackgroundExecutor background = {})
       : stream_(std::move(path), options.compression, options.buffer_size, "tfrecord",
-                options.memory_map),
+                options.memory_map, std::move(background)),
         options_(options),
         window_(std::max<std::size_t>(options.buffer_size, 64)) {}
 
@@ -146,14 +149,8 @@ class TFRecordReader {
   std::string read_small_copy(std::size_t n) {
     if (!stream_.fill(n + detail::tfrecord_footer_bytes)) throw_truncated(payload_offset());
     const char* p = stream_.data();
-    std::string out(n, '\0');
-    if (options_.verify_crc) {
-      if (crc32c_mask(crc32c_copy(out.data(), p, n)) != detail::load_le32(p + n)) {
-        throw_corrupted(payload_offset(), "data checksum mismatch");
-      }
-    } else if (n) {
-      std::memcpy(out.data(), p, n);
-    }
+    check_payload(p, n, p + n);
+    std::string out(p, n);
     stream_.consume(n + detail::tfrecord_footer_bytes);
     return out;
   }
