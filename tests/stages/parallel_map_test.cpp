@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -170,5 +171,74 @@ TEST_CASE("at most `parallelism` calls run at once", "[stages][parallel_map][con
     CHECK(collect(range(300).map(f, {.parallelism = p}).batch(16).with_options({.threads = 4}))
               .size() == 19);
     CHECK(peak.load() <= p);
+  }
+}
+
+TEST_CASE("a cheap map over a bulk source runs inline in blocks, element by element",
+          "[stages][parallel_map][concurrency]") {
+  // range and from_vector apply f in their own loop: inline mode runs a block
+  // of calls at once and hands the results out one per next().
+  const std::int64_t n = 20000;
+  auto it = range(n).map([](std::int64_t x) { return x * 3 + 1; }, {.parallelism = 2}).iterator();
+  V got;
+  while (auto x = it.next()) got.push_back(*x);
+  CHECK(got == expected(n));
+  CHECK_FALSE(it.next());
+
+  // Non-trivial results (strings), a remainder block, one element, none.
+  std::vector<std::string> words;
+  for (int i = 0; i < 1001; ++i)
+    words.push_back(std::string(static_cast<std::size_t>(i % 40), 'w'));
+  auto lengths = collect(
+      from_vector(words).map([](std::string s) { return s + "!"; }, {.parallelism = autotune}));
+  REQUIRE(lengths.size() == words.size());
+  for (std::size_t i = 0; i < words.size(); ++i) CHECK(lengths[i] == words[i] + "!");
+  CHECK(collect(range(1).map([](std::int64_t x) { return x + 1; }, {.parallelism = 2})) == V{1});
+  CHECK(collect(range(0).map([](std::int64_t x) { return x + 1; }, {.parallelism = 2})).empty());
+
+  // Destroyed in the middle of a block.
+  auto partial = range(n).map([](std::int64_t x) { return x + 1; }, {.parallelism = 2}).iterator();
+  for (std::int64_t i = 0; i < 5000 + 17; ++i) REQUIRE(partial.next() == i + 1);
+}
+
+TEST_CASE("inline blocks keep errors at their position, also when the mode changes",
+          "[stages][parallel_map][concurrency]") {
+  // Cheap at first (inline blocks; each error's cost may send it to the pool
+  // for a while), then expensive (the pool): the order, the errors' positions
+  // and their context survive every change of mode.
+  const std::int64_t n = 12000;
+  const auto fails = [](std::int64_t x) { return x >= 3000 && x % 1000 == 999; };
+  auto ds = range(n).map(
+      [&fails](std::int64_t x) -> std::int64_t {
+        if (x >= 9000) Spin{3000}(x);
+        if (fails(x)) throw Boom("bad " + std::to_string(x));
+        return x * 3 + 1;
+      },
+      {.parallelism = 2});
+  const auto out = collect_outcomes(ds);
+  REQUIRE(out.size() == static_cast<std::size_t>(n));
+  for (std::int64_t x = 0; x < n; ++x) {
+    const auto& o = out[static_cast<std::size_t>(x)];
+    if (fails(x)) {
+      CHECK(o.error == "FunctionError: bad " + std::to_string(x) + " [stage 'map', element " +
+                           std::to_string(x) + "]");
+    } else {
+      CHECK(o.value == x * 3 + 1);
+    }
+  }
+  // The first and the last element of a block failing (blocks are 64 int64s;
+  // by element 8192 a cheap map normally runs inline).
+  for (std::int64_t bad : {8192, 8192 + 63, 8192 + 64, 8192 + 127}) {
+    auto single = collect_outcomes(range(8400).map(
+        [bad](std::int64_t x) -> std::int64_t {
+          if (x == bad) throw Boom("bad");
+          return x;
+        },
+        {.parallelism = 2}));
+    REQUIRE(single.size() == 8400);
+    CHECK(single[static_cast<std::size_t>(bad)].error ==
+          "FunctionError: bad [stage 'map', element " + std::to_string(bad) + "]");
+    CHECK(single[8399].value == 8399);
+    CHECK(single[static_cast<std::size_t>(bad) + 1].value == bad + 1);
   }
 }

@@ -16,6 +16,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -78,13 +79,32 @@ class ParallelMapIterator {
   // The inline fast path is kept small and always inlined into the consumer
   // (see Probe::next: an std::optional returned from a call costs a stall).
   [[gnu::always_inline]] std::optional<value_type> next() {
+    if constexpr (blocks) {
+      if (block_pos_ < block_end_) [[likely]]
+        return std::optional<value_type>(std::move(block_[block_pos_++]));
+    }
     if (fast_) [[likely]]
       return next_inline();
     return next_slow();
   }
 
  private:
+  // In inline mode over a source that applies f in its own bulk loop (range,
+  // from_vector), f runs a block of elements at a time on the consumer's
+  // thread (vectorised with the source where it can) and next() hands them
+  // out one by one: per element an index and a move. A block runs ahead of
+  // the consumer by at most block_size cheap calls, as a parallel map may.
+  static constexpr bool blocks = map_fusing_iterator<InputIt, F, value_type> &&
+                                 std::is_default_constructible_v<value_type> &&
+                                 std::is_move_assignable_v<value_type>;
+  static constexpr std::size_t block_size =
+      std::clamp<std::size_t>(2048 / sizeof(value_type), 1, 64);
+  static constexpr std::int64_t block_period = 16;  // one block in 16 is timed
+
   [[gnu::noinline]] std::optional<value_type> next_slow() {
+    if constexpr (blocks) {
+      if (block_error_) std::rethrow_exception(std::exchange(block_error_, nullptr));
+    }
     for (;;) {
       if (current_ != Runner::none) {
         Chunk& c = runner_->work(current_);
@@ -156,6 +176,7 @@ class ParallelMapIterator {
   }
 
   [[gnu::always_inline]] std::optional<value_type> next_inline() {
+    if constexpr (blocks) return next_block();
     std::optional<In> x = input_.next();
     if (!x) return std::nullopt;
     const std::int64_t index = next_index_++;
@@ -180,6 +201,38 @@ class ParallelMapIterator {
       replan();
     }
     return v;
+  }
+
+  // Runs f over the next block (see `blocks`) and returns its first result.
+  // An error from f comes after the results before it, at its position.
+  [[gnu::noinline]] std::optional<value_type> next_block() {
+    if (block_error_) std::rethrow_exception(std::exchange(block_error_, nullptr));
+    if (block_.empty()) block_.resize(block_size);
+    const bool timed = --block_countdown_ == 0;
+    const std::int64_t start = timed ? detail::ticks() : 0;
+    std::exception_ptr error;
+    const std::size_t n = input_.fill_map(std::span(block_), runner_->run().f, error);
+    if (timed) {
+      const auto ns = static_cast<std::int64_t>(static_cast<double>(detail::ticks() - start) *
+                                                detail::ns_per_tick());
+      block_countdown_ = block_period;
+      planner().record(n + (error ? 1 : 0), ns);
+      if (node_) node_->work_ns.fetch_add(ns * block_period, std::memory_order_relaxed);
+      replan();
+    }
+    next_index_ += static_cast<std::int64_t>(n);
+    if (error) {
+      block_error_ = detail::capture_with_context(error, {.stage = "map", .element = next_index_});
+      ++next_index_;
+    }
+    block_end_ = n;
+    if (n == 0) {
+      block_pos_ = 0;
+      if (block_error_) std::rethrow_exception(std::exchange(block_error_, nullptr));
+      return std::nullopt;
+    }
+    block_pos_ = 1;
+    return std::optional<value_type>(std::move(block_[0]));
   }
 
   // Loads and submits chunks until the in-flight budget is used.
@@ -265,6 +318,12 @@ class ParallelMapIterator {
   std::vector<std::size_t> inflight_;   // submitted slots, in launch order
   std::size_t current_ = Runner::none;  // the done slot being consumed
   detail::InlineSampler sampler_;
+  // Inline blocks (see `blocks`): results block_[block_pos_, block_end_) are
+  // next, then block_error_ if f failed on the element after them.
+  std::vector<value_type> block_;
+  std::size_t block_pos_ = 0, block_end_ = 0;
+  std::exception_ptr block_error_;
+  std::int64_t block_countdown_ = 1;
 };
 
 template <class Input, class F>
