@@ -147,15 +147,16 @@ class FileReader {
 using BackgroundExecutor = std::function<void(std::function<void()>)>;
 
 /// A read-only shared mapping of a whole regular file, unmapped when the
-/// mapping and every background job using it are gone.
+/// mapping and its background job are gone.
 ///
 /// Reading a mapped file costs a page fault per 16 pages, which on a virtual
 /// machine costs as much as checksumming the bytes. Given a
 /// BackgroundExecutor, the mapping has the pages ahead of the reader entered
-/// into the page tables on another thread (MADV_POPULATE_READ, Linux 5.14+;
-/// without it the reader takes the faults itself), a few MiB ahead. Behind
-/// the reader it lets the kernel drop the pages from this process (they stay
-/// in the page cache), so a long file does not pile up in resident memory.
+/// into the page tables by one job at a time on another thread
+/// (MADV_POPULATE_READ, Linux 5.14+; without it the reader takes the faults
+/// itself), populate_ahead bytes ahead, and unmaps there too. Behind the
+/// reader it lets the kernel drop the pages from this process (they stay in
+/// the page cache), so a long file does not pile up in resident memory.
 class FileMapping {
  public:
   FileMapping() = default;
@@ -170,7 +171,9 @@ class FileMapping {
     ::madvise(p, size, MADV_SEQUENTIAL);
     if (background && size > populate_chunk + populate_chunk) {
       background_ = std::move(background);
-      populated_ = populate_chunk;  // the reader faults the first chunk in itself
+      // The reader faults the first chunk in itself.
+      requested_ = populate_chunk;
+      region_->populated.store(populate_chunk, std::memory_order_relaxed);
     }
     advance(0);
   }
@@ -182,19 +185,22 @@ class FileMapping {
       region_ = std::move(o.region_);
       background_ = std::move(o.background_);
       released_ = o.released_;
-      populated_ = o.populated_;
+      requested_ = o.requested_;
       next_step_ = o.next_step_;
     }
     return *this;
   }
   FileMapping(const FileMapping&) = delete;
   FileMapping& operator=(const FileMapping&) = delete;
-  /// With background help, the unmapping (a few % of reading a file) runs there too.
   ~FileMapping() { unmap(); }
 
   bool empty() const noexcept { return region_ == nullptr; }
   const char* data() const noexcept { return region_ ? region_->data : nullptr; }
   std::size_t size() const noexcept { return region_ ? region_->size : 0; }
+  /// How far the background job has populated the mapping (bytes from the start).
+  std::size_t populated() const noexcept {
+    return region_ ? region_->populated.load(std::memory_order_relaxed) : 0;
+  }
 
   /// Tells the mapping that the reader is at `offset`: pages far behind are
   /// released, pages ahead are populated. Cheap unless it crosses a step.
@@ -203,7 +209,7 @@ class FileMapping {
     step(offset);
   }
 
-  /// Bytes between populated ranges and between releases.
+  /// Bytes populated per system call, how far ahead, and between releases.
   static constexpr std::size_t populate_chunk = std::size_t{2} << 20;
   static constexpr std::size_t populate_ahead = std::size_t{8} << 20;
   static constexpr std::size_t release_step = std::size_t{64} << 20;
@@ -217,53 +223,82 @@ class FileMapping {
     const char* data;
     std::size_t size;
     std::atomic<std::size_t> reader_at{0};  // where the reader was at its last step
+    std::atomic<std::size_t> wanted{0};     // populate up to here
+    std::atomic<std::size_t> populated{0};  // the job got this far
+    std::atomic<bool> job_queued{false};    // a job is queued or running
+    std::atomic<bool> abandoned{false};     // the reader is gone
   };
+
+  static std::size_t page_size() noexcept {
+    static const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    return page;
+  }
 
   void step(std::size_t offset) noexcept {
     Region& r = *region_;
     r.reader_at.store(offset, std::memory_order_relaxed);
     if (offset >= released_ + release_step) {
-      const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-      const std::size_t end = offset / page * page;
+      const std::size_t end = offset / page_size() * page_size();
       ::madvise(const_cast<char*>(r.data) + released_, end - released_, MADV_DONTNEED);
       released_ = end;
     }
     next_step_ = released_ + release_step;
-    if (background_) {
-      const std::size_t target = std::min(r.size, offset + populate_ahead);
-      while (populated_ < target) {
-        const std::size_t n = std::min(populate_chunk, r.size - populated_);
+    if (!background_) return;
+    const std::size_t target =
+        std::min(r.size, (offset + populate_ahead) / populate_chunk * populate_chunk);
+    if (target > requested_) {
+      requested_ = target;
+      r.wanted.store(target, std::memory_order_seq_cst);
+      if (!r.job_queued.exchange(true, std::memory_order_seq_cst)) {
         try {
-          background_([region = std::weak_ptr<Region>(region_), from = populated_, n] {
-            populate(region, from, n);
-          });
+          background_([region = std::weak_ptr<Region>(region_)] { populate(region); });
         } catch (...) {  // no memory for the job: read without help
+          r.job_queued.store(false, std::memory_order_relaxed);
           background_ = nullptr;
           return;
         }
-        populated_ += n;
-      }
-      // populated_ >= offset + populate_ahead here unless the file is all requested
-      if (populated_ < r.size) {
-        next_step_ = std::min(next_step_, populated_ + populate_chunk - populate_ahead);
       }
     }
+    if (requested_ < r.size)
+      next_step_ = std::min(next_step_, requested_ + populate_chunk - populate_ahead);
   }
 
-  // Enters [from, from + n) into the page tables, unless the reader is gone or already past it.
-  static void populate(const std::weak_ptr<Region>& weak, std::size_t from,
-                       std::size_t n) noexcept {
-#ifdef MADV_POPULATE_READ
+  // The background job: populates chunk by chunk up to `wanted`, skipping
+  // what the reader has passed, until it catches up or the reader is gone.
+  static void populate(const std::weak_ptr<Region>& weak) noexcept {
     const std::shared_ptr<Region> r = weak.lock();
-    if (!r || r->reader_at.load(std::memory_order_relaxed) >= from) return;
-    ::madvise(const_cast<char*>(r->data) + from, n, MADV_POPULATE_READ);  // best effort
+    if (!r) return;
+    for (;;) {
+      const std::size_t reader = r->reader_at.load(std::memory_order_relaxed);
+      const std::size_t from = std::max(r->populated.load(std::memory_order_relaxed),
+                                        reader / page_size() * page_size());
+      if (r->abandoned.load(std::memory_order_relaxed) ||
+          from >= r->wanted.load(std::memory_order_seq_cst)) {
+        // Done; but the reader may have asked for more after that check and
+        // seen this job still queued: then continue (Dekker, seq_cst pairs).
+        r->job_queued.store(false, std::memory_order_seq_cst);
+        if (r->abandoned.load(std::memory_order_relaxed) ||
+            from >= r->wanted.load(std::memory_order_seq_cst) ||
+            r->job_queued.exchange(true, std::memory_order_seq_cst)) {
+          return;
+        }
+        continue;
+      }
+      const std::size_t n =
+          std::min(populate_chunk, r->wanted.load(std::memory_order_relaxed) - from);
+#ifdef MADV_POPULATE_READ
+      const bool ok = ::madvise(const_cast<char*>(r->data) + from, n, MADV_POPULATE_READ) == 0;
 #else
-    (void)weak, (void)from, (void)n;
+      const bool ok = false;
 #endif
+      // A kernel without it (EINVAL) or a file that shrank (EFAULT): stop helping.
+      r->populated.store(ok ? from + n : r->size, std::memory_order_relaxed);
+    }
   }
 
   void unmap() noexcept {
     if (region_ && background_) {
+      region_->abandoned.store(true, std::memory_order_relaxed);
       try {
         background_([region = std::move(region_)]() mutable { region.reset(); });
       } catch (...) {  // the job could not be queued (its captures are gone with it)
@@ -275,7 +310,7 @@ class FileMapping {
   std::shared_ptr<Region> region_;
   BackgroundExecutor background_;
   std::size_t released_ = 0;   // pages before this were released
-  std::size_t populated_ = 0;  // population was requested up to here
+  std::size_t requested_ = 0;  // population was requested up to here
   std::size_t next_step_ = 0;  // advance() acts from here on
 };
 
