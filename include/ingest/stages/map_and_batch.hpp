@@ -76,13 +76,16 @@ class MapAndBatchIterator {
   }
 
   std::optional<value_type> next() {
+    if constexpr (fused_source) {
+      if (fused_ && !input_done_) [[likely]]
+        return next_fused();
+    }
     for (;;) {
-      detail::ChunkPlanner& planner = *runner_->run().planner;
-      planner.update();
-      inline_ = planner.prefer_inline(inline_);
+      replan();
       if (inline_ && active_.empty()) {
         if (input_done_) return std::nullopt;
         if constexpr (fused_source) {
+          fused_ = true;
           if (auto batch = next_fused()) return batch;
           continue;
         }
@@ -206,13 +209,19 @@ class MapAndBatchIterator {
   };
   using Runner = detail::ChunkRunner<Chunk, Run>;
 
+  void replan() {
+    detail::ChunkPlanner& planner = *runner_->run().planner;
+    planner.update();
+    inline_ = planner.prefer_inline(inline_);
+  }
+
   // Inline, when the source can apply f in its own fill loop: the sequential
-  // map -> batch path, one pass writing straight into the batch buffer.
+  // map -> batch path, one pass writing straight into the batch buffer. While
+  // it lasts (fused_), next() comes straight here and the plan is revisited
+  // only with each timed batch (one in 16).
   std::optional<value_type> next_fused() {
-    Batch& b = *batches_[0];
-    b.out.reset();
-    b.out.emplace(BatchSpec{batch_size_, allocator_});
-    const std::span<Out> slots = b.out->slots();
+    builder out(BatchSpec{batch_size_, allocator_});
+    const std::span<Out> slots = out.slots();
     std::size_t count = 0;
     std::exception_ptr first_error;
     const std::int64_t start = (++inline_batches_ % 16 == 0) ? detail::now_ns() : 0;
@@ -230,12 +239,16 @@ class MapAndBatchIterator {
         input_done_ = true;
       }
     }
-    if (start) runner_->run().record_work(count, detail::now_ns() - start, 16);
+    if (start) {
+      runner_->run().record_work(count, detail::now_ns() - start, 16);
+      replan();
+      fused_ = inline_;
+    }
     next_index_ += static_cast<std::int64_t>(count);
-    b.count = count;
-    if (first_error) b.chunk_errors.push_back({first_error, 0});
-    if (count == 0) return std::nullopt;
-    return finish(b);
+    // As finish(): a batch holding a failed element is dropped for its error.
+    if (first_error) std::rethrow_exception(first_error);
+    if (count == 0 || (count < batch_size_ && drop_remainder_)) return std::nullopt;
+    return std::move(out).finish(count);
   }
 
   // Pulls up to batch_size inputs into b.
@@ -390,6 +403,7 @@ class MapAndBatchIterator {
   std::vector<std::unique_ptr<Batch>> batches_;
   std::vector<Batch*> active_;  // batches with chunks submitted, in launch order
   bool inline_ = false;
+  bool fused_ = false;  // inline with a fused source: next() goes straight to next_fused()
   bool input_done_ = false;
   std::int64_t next_index_ = 0;
   std::uint64_t inline_batches_ = 0;
