@@ -5,6 +5,7 @@
 //   W3/read/*      TFRecord framing + CRC  vs reading the same files from page cache
 //                  with read() into a page-aligned buffer
 //   W3/crc32c/*    CRC-32C throughput (GB/s) of the hardware and portable paths
+//                  (streamed: with prefetching, as the mapped reader checks records)
 //   W3/gzip/*      GZIP TFRecord reading   vs bare zlib inflate of the same files
 //   W3/parse/*     ingest's Example parser vs protobuf's generated parser, on a
 //                  cache-sized window of the records (in a pipeline a record
@@ -284,6 +285,8 @@ void ingest::bench::register_benchmarks(const Config& config) {
   ms(benchmark::RegisterBenchmark("W3/crc32c/portable_records",
                                   crc_over_records<detail::crc32c_portable>));
   ms(benchmark::RegisterBenchmark("W3/crc32c/dispatch_records", crc_over_records<crc32c_extend>));
+  ms(benchmark::RegisterBenchmark("W3/crc32c/streamed_records",
+                                  crc_over_records<detail::crc32c_extend_streamed>));
   benchmark::RegisterBenchmark("W3/crc32c/dispatch_256KiB_in_cache", crc_in_cache<crc32c_extend>);
   benchmark::RegisterBenchmark("W3/crc32c/portable_256KiB_in_cache",
                                crc_in_cache<detail::crc32c_portable>);

@@ -52,8 +52,10 @@ TEST_CASE("crc32c: portable and hardware paths agree on every length and alignme
       REQUIRE(detail::crc32c_portable(0, p, n) == expected);
 #if INGEST_CRC32C_X86
       if (hw) REQUIRE(detail::crc32c_sse42(0, p, n) == expected);
+      if (hw) REQUIRE(detail::crc32c_sse42<true>(0, p, n) == expected);
 #endif
       REQUIRE(crc32c(p, n) == expected);
+      REQUIRE(detail::crc32c_extend_streamed(0, p, n) == expected);
     }
   }
   // Lengths that exercise the long three-stream blocks and their combination.
@@ -62,6 +64,7 @@ TEST_CASE("crc32c: portable and hardware paths agree on every length and alignme
     const std::uint32_t expected = crc32c_reference(data.data() + 5, n);
     CHECK(detail::crc32c_portable(0, data.data() + 5, n) == expected);
     CHECK(crc32c(data.data() + 5, n) == expected);
+    CHECK(detail::crc32c_extend_streamed(0, data.data() + 5, n) == expected);
   }
 }
 

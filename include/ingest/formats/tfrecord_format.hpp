@@ -144,8 +144,9 @@ class TFRecordReader {
     return {p, n};
   }
 
-  // A payload that fits the window, copied into its own string; the copy and
-  // the checksum are one pass over the source.
+  // A payload that fits the window, checked in place and then copied into its
+  // own string (from cache: the check has just read it). C++20 strings cannot
+  // be sized without being filled, which costs as much as the copy.
   std::string read_small_copy(std::size_t n) {
     if (!stream_.fill(n + detail::tfrecord_footer_bytes)) throw_truncated(payload_offset());
     const char* p = stream_.data();
@@ -184,7 +185,11 @@ class TFRecordReader {
   }
 
   void check_payload(const char* p, std::size_t n, const char* footer) const {
-    if (options_.verify_crc && masked_crc32c(p, n) != detail::load_le32(footer)) {
+    if (!options_.verify_crc) return;
+    // A mapped file's payload comes from memory; a window's was just copied into cache.
+    const std::uint32_t crc =
+        stream_.mapped() ? detail::crc32c_extend_streamed(0, p, n) : crc32c(p, n);
+    if (crc32c_mask(crc) != detail::load_le32(footer)) {
       throw_corrupted(payload_offset(), "data checksum mismatch");
     }
   }
