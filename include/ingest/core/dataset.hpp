@@ -168,9 +168,7 @@ class PipelineIterator {
       last_end_ = detail::ticks();
       return x;
     }
-    const std::int64_t elapsed = detail::ticks() - last_end_;
-    const auto gap =
-        static_cast<std::int64_t>(static_cast<double>(elapsed) * detail::ns_per_tick());
+    const std::int64_t gap = detail::ticks_to_ns(detail::ticks() - last_end_);
     model_->record_consumer(gap, 1);
     if (tracing_) {
       // The consumer's own time (the training step), beside the stages' spans.

@@ -179,8 +179,8 @@ class Deflater {
 /// the window is the whole file (no copy into a buffer; a file truncated in
 /// place by another process while mapped raises SIGBUS); `background`, if
 /// given, populates the mapping ahead of the reader (see FileMapping).
-/// Errors: IoError
-/// (open, read), DataLossError (corrupt compressed data), both naming the file.
+/// Errors: IoError (open, read), DataLossError (corrupt compressed data), both
+/// naming the file.
 class InputStream {
  public:
   InputStream(std::string path, Compression compression,

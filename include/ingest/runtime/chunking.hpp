@@ -74,6 +74,12 @@ inline double ns_per_tick() noexcept {
 #endif
 }
 
+/// Nanoseconds in a difference of ticks(). Take the difference first: the
+/// first calls of ns_per_tick() may calibrate (and read the clock).
+inline std::int64_t ticks_to_ns(std::int64_t delta) noexcept {
+  return static_cast<std::int64_t>(static_cast<double>(delta) * ns_per_tick());
+}
+
 class ChunkPlanner {
  public:
   static constexpr double target_chunk_ns = 50'000;

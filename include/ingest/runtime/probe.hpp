@@ -148,8 +148,7 @@ class Probe {
 
   // `start` is in ticks().
   void record(std::int64_t start, std::size_t produced, std::size_t bytes) {
-    const std::int64_t elapsed = ticks() - start;  // before ns_per_tick(), which may calibrate
-    const auto took = static_cast<std::int64_t>(static_cast<double>(elapsed) * ns_per_tick());
+    const std::int64_t took = ticks_to_ns(ticks() - start);
     // Slow calls are measured more often (the clock is noise next to them),
     // so slow stages (batches, async waits) publish promptly.
     // This call stands for the `weight_` calls since the previous sample, so

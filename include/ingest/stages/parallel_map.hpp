@@ -191,16 +191,19 @@ class ParallelMapIterator {
     std::optional<value_type> v(std::in_place,
                                 detail::invoke_user("map", index, runner_->run().f, std::move(x)));
     if (sampler_.after(planner())) {
-      // Inline calls are work too; the sampled run stands for its period.
       // (No clock reads per call here: they would be most of what a
       // trivial function's sample measures.)
-      if (node_) {
-        const std::int64_t scale = detail::InlineSampler::period / detail::InlineSampler::run;
-        node_->work_ns.fetch_add(sampler_.last_ns() * scale, std::memory_order_relaxed);
-      }
-      replan();
+      inline_work_measured(sampler_.last_ns(),
+                           detail::InlineSampler::period / detail::InlineSampler::run);
     }
     return v;
+  }
+
+  // A measured stretch of inline calls, standing for `scale` times as many:
+  // inline calls are work too (for the autotuner); then the plan is revisited.
+  void inline_work_measured(std::int64_t ns, std::int64_t scale) {
+    if (node_) node_->work_ns.fetch_add(ns * scale, std::memory_order_relaxed);
+    replan();
   }
 
   // Runs f over the next block (see `blocks`) and returns its first result.
@@ -213,12 +216,10 @@ class ParallelMapIterator {
     std::exception_ptr error;
     const std::size_t n = input_.fill_map(std::span(block_), runner_->run().f, error);
     if (timed) {
-      const auto ns = static_cast<std::int64_t>(static_cast<double>(detail::ticks() - start) *
-                                                detail::ns_per_tick());
+      const std::int64_t ns = detail::ticks_to_ns(detail::ticks() - start);
       block_countdown_ = block_period;
       planner().record(n + (error ? 1 : 0), ns);
-      if (node_) node_->work_ns.fetch_add(ns * block_period, std::memory_order_relaxed);
-      replan();
+      inline_work_measured(ns, block_period);
     }
     next_index_ += static_cast<std::int64_t>(n);
     if (error) {
