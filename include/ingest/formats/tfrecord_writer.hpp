@@ -50,7 +50,16 @@ class TFRecordWriter {
     ++records_;
   }
 
-  /// Finishes the file and renames it to its final name. Throws IoError.
+  /// Writes the buffered records (and, compressed, ends the compressed
+  /// block) to the temporary file, so that a reader of temp_path() sees every
+  /// record written so far; the file still appears under path() only on
+  /// close(). tf: TFRecordWriter.flush(). Throws IoError; InvalidArgument
+  /// after close().
+  void flush() { out_.flush(); }
+
+  /// Finishes the file and renames it to its final name. Closing again is a
+  /// no-op (as in tf). Throws IoError; a close that throws removes the
+  /// temporary file and leaves the writer closed.
   void close() { out_.close(); }
 
   /// Records written so far.
