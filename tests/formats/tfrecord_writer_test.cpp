@@ -10,6 +10,7 @@
 
 #include "support/files.hpp"
 #include "support/fixtures.hpp"
+#include "support/processes.hpp"
 #include "support/records.hpp"
 
 using namespace ingest;
@@ -141,4 +142,34 @@ TEST_CASE("TFRecordWriter::flush makes every record written so far readable",
     w.close();
     CHECK(read_all(path, c) == payloads);
   }
+}
+
+TEST_CASE("TFRecordWriter removes a killed writer's temporary file, not a live one's",
+          "[formats][tfrecord_writer][orphans]") {
+  // issue 10 item 8: after a SIGKILL the temporary file stayed forever.
+  TempDir dir;
+  TFRecordWriter live(dir / "live", {.compression = Compression::gzip});
+  live.write("still writing");
+  std::string dead_temp;
+  {
+    ChildProcess child([&] {
+      auto* w = new TFRecordWriter(dir / "shard-0");  // killed before close()
+      w->write("one");
+      w->flush();
+      write_file(dir / "name.txt", w->temp_path());
+    });
+    dead_temp = read_file(dir / "name.txt");
+  }  // SIGKILLed
+  std::filesystem::remove(dir / "name.txt");
+  CHECK(std::filesystem::exists(dead_temp));
+  {
+    TFRecordWriter w(dir / "shard-1");
+    w.write("two");
+    w.close();
+  }
+  CHECK_FALSE(std::filesystem::exists(dead_temp));
+  CHECK(std::filesystem::exists(live.temp_path()));
+  live.close();
+  CHECK(dir.list() == std::vector<std::string>{"live", "shard-1"});
+  CHECK(read_all(dir / "live", Compression::gzip) == std::vector<std::string>{"still writing"});
 }

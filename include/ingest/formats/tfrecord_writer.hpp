@@ -3,7 +3,11 @@
 // counterpart: tf.io.TFRecordWriter. The file is written under a hidden
 // temporary name in the same directory and renamed into place by close(), so
 // a crash never leaves a half-written shard under the final name; a writer
-// destroyed without close() removes its temporary file. Not synchronised.
+// destroyed without close() removes its temporary file. A writer's process
+// killed before close() leaves the temporary; the next writer (or
+// cache(path)) opening that directory removes it, never touching the
+// temporary of a live writer (each is flock()ed by its writer). Not
+// synchronised.
 #pragma once
 
 #include <zlib.h>
