@@ -194,9 +194,9 @@ TEST_CASE("temporary file names are recognised exactly", "[formats][file][orphan
   long long pid = 0;
   CHECK(detail::parse_temporary_name(".out.bin.tmp-123-4-56789", pid));
   CHECK(pid == 123);
-  for (const char* other : {"out.bin.tmp-1-2-3", ".out.tmp-1-2", ".out.tmp-1-2-3x", ".out.tmp-a-2-3",
-                            ".out.tmp-1--3", ".tmp-1-2-3", "..tmp-1-2-3", ".out.bin", ".out.tmp-1-2-3-4",
-                            ".out.tmp-1234567890123456789-2-3"}) {
+  for (const char* other : {"out.bin.tmp-1-2-3", ".out.tmp-1-2", ".out.tmp-1-2-3x",
+                            ".out.tmp-a-2-3", ".out.tmp-1--3", ".tmp-1-2-3", "..tmp-1-2-3",
+                            ".out.bin", ".out.tmp-1-2-3-4", ".out.tmp-1234567890123456789-2-3"}) {
     INFO(other);
     CHECK_FALSE(detail::parse_temporary_name(other, pid));
   }
@@ -284,9 +284,7 @@ TEST_CASE("a live writer in another process keeps its temporary and commits it",
   ::close(from_child[0]);
   REQUIRE_FALSE(temp.empty());
   CHECK(detail::remove_orphaned_temporaries(dir.path().string()) == 0);
-  {
-    detail::AtomicFileWriter w(dir / "other.bin", "test");
-  }
+  { detail::AtomicFileWriter w(dir / "other.bin", "test"); }
   CHECK(std::filesystem::exists(temp));
   REQUIRE(::write(to_child[1], "g", 1) == 1);
   ::close(to_child[1]);

@@ -249,8 +249,8 @@ TEST_CASE("a length near 2^64 is a truncated record with max_record_bytes at its
         TFRecordReader reader(dir / "wrap", o);
         CHECK_THROWS_AS(reader.read_view(), DataLossError);
       }
-      for (auto [name, c] : {std::pair{"wrap.gz", Compression::gzip},
-                             std::pair{"wrap.z", Compression::zlib}}) {
+      for (auto [name, c] :
+           {std::pair{"wrap.gz", Compression::gzip}, std::pair{"wrap.z", Compression::zlib}}) {
         TFRecordOptions o = unlimited;
         o.buffer_size = buffer;
         o.compression = c;

@@ -96,8 +96,7 @@ TEST_CASE("csv: field counts, select_cols, delimiters, compressed files", "[sour
   CHECK(rows[1999] == std::tuple<std::int32_t, std::string>{1999, "v1999"});
 }
 
-TEST_CASE("csv: an empty line is a record of one empty field, as in tf.data",
-          "[sources][csv]") {
+TEST_CASE("csv: an empty line is a record of one empty field, as in tf.data", "[sources][csv]") {
   // issue 10 item 15: ingest skipped empty lines silently.
   TempDir dir;
   write_file(dir / "one.csv", "1\n\n3\r\r\n5\n");
@@ -136,8 +135,8 @@ TEST_CASE("csv: an empty file with a header is an error naming the file", "[sour
     CHECK(e.context().file == dir / "empty.csv");
     CHECK_THAT(e.message(), Catch::Contains("header"));
   }
-  CHECK(collect(csv<std::int64_t, std::int64_t>(dir / "header-only.csv", {.header = true}))
-            .empty());
+  CHECK(
+      collect(csv<std::int64_t, std::int64_t>(dir / "header-only.csv", {.header = true})).empty());
   CHECK(collect(csv<std::int64_t, std::int64_t>(dir / "empty.csv")).empty());
 }
 
@@ -150,9 +149,11 @@ TEST_CASE("csv: exclude_cols drops columns (tf.data semantics)", "[sources][csv]
   REQUIRE(out.size() == 3);
   CHECK(out[0].value == Row{"a", 2.5});
   CHECK(out[1].value == Row{"b", 3.5});
-  CHECK_THAT(out[2].error, Catch::Contains("expected 4 fields, got 3") && Catch::Contains("line 3"));
+  CHECK_THAT(out[2].error,
+             Catch::Contains("expected 4 fields, got 3") && Catch::Contains("line 3"));
   // The last columns can be excluded; the count is exact.
-  auto last = collect_outcomes(csv<std::string, std::int64_t>(dir / "e.csv", {.exclude_cols = {2, 3}}));
+  auto last =
+      collect_outcomes(csv<std::string, std::int64_t>(dir / "e.csv", {.exclude_cols = {2, 3}}));
   REQUIRE(last.size() == 3);
   CHECK(last[1].value == std::tuple<std::string, std::int64_t>{"b", 2});
   CHECK_FALSE(last[2].value);  // the short third record
@@ -160,9 +161,9 @@ TEST_CASE("csv: exclude_cols drops columns (tf.data semantics)", "[sources][csv]
             .front()
             .value == std::tuple<std::string>{"a"});
   // Invalid: with select_cols, not increasing, or past the file's columns.
-  CHECK_THROWS_AS((csv<std::string, double>(dir / "e.csv", {.select_cols = {0, 3},
-                                                             .exclude_cols = {1, 2}})),
-                  InvalidArgument);
+  CHECK_THROWS_AS(
+      (csv<std::string, double>(dir / "e.csv", {.select_cols = {0, 3}, .exclude_cols = {1, 2}})),
+      InvalidArgument);
   CHECK_THROWS_AS((csv<std::string, double>(dir / "e.csv", {.exclude_cols = {2, 1}})),
                   InvalidArgument);
   CHECK_THROWS_AS((csv<std::string, double>(dir / "e.csv", {.exclude_cols = {1, 1}})),

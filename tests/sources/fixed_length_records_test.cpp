@@ -68,13 +68,13 @@ TEST_CASE("fixed_length_records: a compressed file fails when the cut is reached
       dir / "a.gz", 4, {.header_bytes = 2, .footer_bytes = 3, .compression = Compression::gzip}));
   REQUIRE(out.size() == 2);
   CHECK(out[0].value == "abcd");
-  CHECK_THAT(out[1].error, Catch::Contains("truncated record at 6") &&
-                               Catch::Contains("3 of 4 bytes"));
+  CHECK_THAT(out[1].error,
+             Catch::Contains("truncated record at 6") && Catch::Contains("3 of 4 bytes"));
   write_file(dir / "b.gz", gzip_bytes("wxyz"));
-  CHECK_THAT(collect_outcomes(fixed_length_records(dir / "b.gz", 4,
-                                                   {.header_bytes = 2,
-                                                    .footer_bytes = 3,
-                                                    .compression = Compression::gzip}))
+  CHECK_THAT(collect_outcomes(
+                 fixed_length_records(
+                     dir / "b.gz", 4,
+                     {.header_bytes = 2, .footer_bytes = 3, .compression = Compression::gzip}))
                  .front()
                  .error,
              Catch::Contains("fewer than header_bytes + footer_bytes"));
@@ -107,14 +107,12 @@ TEST_CASE("fixed_length_records: huge sizes are rejected or bounded, never alloc
   // Plain: the size says no record of that size fits; nothing is allocated.
   CHECK_THAT(collect_outcomes(fixed_length_records(dir / "a", tib)).front().error,
              Catch::Contains("truncated record at 0"));
-  CHECK_THAT(collect_outcomes(fixed_length_records(dir / "a", 4, {.header_bytes = tib}))
-                 .front()
-                 .error,
-             Catch::Contains("fewer than header_bytes + footer_bytes"));
-  CHECK_THAT(collect_outcomes(fixed_length_records(dir / "a", 4, {.footer_bytes = tib}))
-                 .front()
-                 .error,
-             Catch::Contains("fewer than header_bytes + footer_bytes"));
+  CHECK_THAT(
+      collect_outcomes(fixed_length_records(dir / "a", 4, {.header_bytes = tib})).front().error,
+      Catch::Contains("fewer than header_bytes + footer_bytes"));
+  CHECK_THAT(
+      collect_outcomes(fixed_length_records(dir / "a", 4, {.footer_bytes = tib})).front().error,
+      Catch::Contains("fewer than header_bytes + footer_bytes"));
   // Compressed: memory grows only with the data that arrives.
   const FixedLengthRecordOptions gz{.compression = Compression::gzip};
   CHECK_THAT(collect_outcomes(fixed_length_records(dir / "a.gz", tib, gz)).front().error,

@@ -371,14 +371,14 @@ inline std::size_t remove_orphaned_temporaries(const std::string& dir) noexcept 
   while (const struct dirent* e = ::readdir(d)) {
     long long pid = 0;
     if (!parse_temporary_name(e->d_name, pid) || pid == self) continue;
-    const int fd = ::openat(::dirfd(d), e->d_name,
-                            O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    const int fd =
+        ::openat(::dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) continue;
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     // Locked: its writer is dead. Still the same file under that name (not
     // renamed into place by a writer that just committed): remove it.
-    if (::fstat(fd, &held) == 0 && S_ISREG(held.st_mode) &&
-        ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+    if (::fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
         ::fstatat(::dirfd(d), e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
         named.st_dev == held.st_dev && named.st_ino == held.st_ino &&
         ::unlinkat(::dirfd(d), e->d_name, 0) == 0) {

@@ -188,9 +188,8 @@ class TFRecordReader {
     }
     stream_.consume(detail::tfrecord_header_bytes);
     // Compared without adding to `length`, which may be near 2^64 (issue 10 item 2).
-    if (auto left = stream_.remaining();
-        left && (*left < detail::tfrecord_footer_bytes ||
-                 length > *left - detail::tfrecord_footer_bytes)) {
+    if (auto left = stream_.remaining(); left && (*left < detail::tfrecord_footer_bytes ||
+                                                  length > *left - detail::tfrecord_footer_bytes)) {
       throw_truncated(payload_offset());
     }
     return true;

@@ -170,8 +170,8 @@ class CsvReader {
   std::tuple<std::optional<Cols>...> defaults_;
   std::string na_value_;
   std::vector<std::size_t> select_;  // the file's column of each Cols; empty: all
-  bool exact_ = false;                // exclude_cols: the record's size is known
-  std::size_t exact_fields_ = 0;      // and is this
+  bool exact_ = false;               // exclude_cols: the record's size is known
+  std::size_t exact_fields_ = 0;     // and is this
   bool skip_header_;
 };
 
