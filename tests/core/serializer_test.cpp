@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -115,4 +117,44 @@ TEST_CASE("users specialise serializer for their own types", "[core][serializer]
   REQUIRE(back.size() == 2);
   CHECK(back[1].y == 4);
   CHECK(serializer<std::vector<user::Point>>::signature() == "vector<point/1>");
+}
+
+namespace {
+// Records the largest single allocation made through it.
+template <class T>
+struct PeakAllocator {
+  using value_type = T;
+  static inline std::size_t peak_bytes = 0;
+  PeakAllocator() = default;
+  template <class U>
+  PeakAllocator(const PeakAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    peak_bytes = std::max(peak_bytes, n * sizeof(T));
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+  template <class U>
+  bool operator==(const PeakAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+}  // namespace
+
+TEST_CASE("a lying vector length reserves no more memory than the bytes left",
+          "[core][serializer]") {
+  // issue 10, siblings of item 2: the length was checked against the bytes
+  // left, but reserve() multiplied it by sizeof(std::string) (32x the input).
+  using Strings = std::vector<std::string, PeakAllocator<std::string>>;
+  ByteWriter w;
+  w.put<std::uint64_t>(100000);  // claims 100000 strings ...
+  const std::string filler(100000, '\x01');
+  w.write(filler.data(), filler.size());  // ... with 100000 bytes left: not one is valid
+  PeakAllocator<std::string>::peak_bytes = 0;
+  ByteReader r(w.bytes());
+  CHECK_THROWS_AS(serializer<Strings>::read(r), DataLossError);
+  CHECK(PeakAllocator<std::string>::peak_bytes <= filler.size() + sizeof(std::string));
+  // Honest input still round-trips, growing past the first reservation.
+  Strings many;
+  for (int i = 0; i < 5000; ++i) many.push_back(std::to_string(i));
+  CHECK(round_trip(many) == many);
 }

@@ -37,7 +37,8 @@ TEST_CASE("CSV splitting follows RFC 4180", "[formats][csv]") {
   CHECK(split("\"two\nlines\",b\r\nc,d\n") == Records{{"two\nlines", "b"}, {"c", "d"}});
   CHECK(split(",,\n") == Records{{"", "", ""}});
   CHECK(split("\"\",x\n") == Records{{"", "x"}});
-  CHECK(split("a\n\n\r\nb\n") == Records{{"a"}, {"b"}});  // empty lines skipped
+  // An empty line is a record of one empty field (tf.data's CsvDataset).
+  CHECK(split("a\n\n\r\nb\n") == Records{{"a"}, {""}, {""}, {"b"}});
   CHECK(split("") == Records{});
   CHECK(split("a;b;\"c;d\"\n", {.delimiter = ';'}) == Records{{"a", "b", "c;d"}});
   CHECK(split("a\tb\n", {.delimiter = '\t'}) == Records{{"a", "b"}});
@@ -81,5 +82,56 @@ TEST_CASE("malformed CSV names the line and column and skips the record", "[form
   expect_error(2, 2, "quote inside an unquoted field");
   expect_error(3, 2, "after the closing quote");
   expect_error(4, 2, "unterminated quoted field");
+  CHECK_FALSE(reader.next());
+}
+
+TEST_CASE("CSV: empty lines are records and a bare CR is a line break, as in tf.data",
+          "[formats][csv]") {
+  // issue 10 item 15: empty lines were skipped silently and a bare \r stayed
+  // inside the field; CsvDataset ends a record at \n, \r\n or \r.
+  for (std::size_t buffer : {std::size_t{64}, std::size_t{65}, std::size_t{1} << 16}) {
+    INFO(buffer);
+    CHECK(split("\n", {}, buffer) == Records{{""}});
+    CHECK(split("\n\n", {}, buffer) == Records{{""}, {""}});
+    CHECK(split("\r", {}, buffer) == Records{{""}});
+    CHECK(split("\r\n", {}, buffer) == Records{{""}});
+    CHECK(split("a,b\rc,d\r", {}, buffer) == Records{{"a", "b"}, {"c", "d"}});
+    CHECK(split("a,b\r\rc,d", {}, buffer) == Records{{"a", "b"}, {""}, {"c", "d"}});
+    CHECK(split("a\r\n\r\nb", {}, buffer) == Records{{"a"}, {""}, {"b"}});
+    CHECK(split("\"q\"\rx\r\n", {}, buffer) == Records{{"q"}, {"x"}});
+    CHECK(split("\"two\rlines\",b\r", {}, buffer) == Records{{"two\rlines", "b"}});
+    CHECK(split(",\r,", {}, buffer) == Records{{"", ""}, {"", ""}});
+  }
+  // A \r at every buffer edge: records stay whole and lines are counted once per break.
+  std::string text;
+  Records expected;
+  std::vector<std::int64_t> expected_lines;
+  std::int64_t line = 1;
+  for (int i = 0; i < 300; ++i) {
+    const std::string field(static_cast<std::size_t>(i % 70), 'a' + static_cast<char>(i % 26));
+    const char* breaks[] = {"\n", "\r", "\r\n"};
+    text += field + "," + std::to_string(i) + breaks[i % 3];
+    expected.push_back({field, std::to_string(i)});
+    expected_lines.push_back(line++);
+    if (i % 7 == 0) {
+      text += breaks[(i / 7) % 3];  // an empty line
+      expected.push_back({""});
+      expected_lines.push_back(line++);
+    }
+  }
+  for (std::size_t buffer : {std::size_t{64}, std::size_t{97}, std::size_t{1} << 16}) {
+    std::vector<std::int64_t> lines;
+    CHECK(split(text, {}, buffer, &lines) == expected);
+    CHECK(lines == expected_lines);
+  }
+  // Errors skip to the end of their line, whatever its break.
+  TempDir dir;
+  write_file(dir / "f.csv", "x\"y\rok\r\"open");
+  detail::CsvRecordReader reader(dir / "f.csv", Compression::none, 64, {});
+  CHECK_THROWS_AS(reader.next(), InvalidArgument);
+  REQUIRE(reader.next());
+  CHECK(reader.field(0) == "ok");
+  CHECK(reader.record_line() == 2);
+  CHECK_THROWS_AS(reader.next(), InvalidArgument);
   CHECK_FALSE(reader.next());
 }

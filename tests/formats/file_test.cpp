@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -11,6 +14,7 @@
 #include <ingest/formats/file.hpp>
 
 #include "support/files.hpp"
+#include "support/processes.hpp"
 
 using namespace ingest;
 using namespace ingest::testing;
@@ -184,4 +188,110 @@ TEST_CASE("FileMapping's background jobs outlive it safely", "[formats][file]") 
   CHECK(moved.size() == detail::FileMapping::populate_chunk);
   small = std::move(moved);
   CHECK(small.data()[7] == bytes[7]);
+}
+
+TEST_CASE("temporary file names are recognised exactly", "[formats][file][orphans]") {
+  long long pid = 0;
+  CHECK(detail::parse_temporary_name(".out.bin.tmp-123-4-56789", pid));
+  CHECK(pid == 123);
+  for (const char* other : {"out.bin.tmp-1-2-3", ".out.tmp-1-2", ".out.tmp-1-2-3x",
+                            ".out.tmp-a-2-3", ".out.tmp-1--3", ".tmp-1-2-3", "..tmp-1-2-3",
+                            ".out.bin", ".out.tmp-1-2-3-4", ".out.tmp-1234567890123456789-2-3"}) {
+    INFO(other);
+    CHECK_FALSE(detail::parse_temporary_name(other, pid));
+  }
+}
+
+TEST_CASE("a writer removes the temporaries of killed writers, never a live one's",
+          "[formats][file][orphans]") {
+  // issue 10 item 8: a SIGKILLed writer's temporary file stayed forever.
+  TempDir dir;
+  std::string dead_temp;
+  {
+    // The child writes its temporary name into a file before it reports.
+    ChildProcess child([&] {
+      auto* w = new detail::AtomicFileWriter(dir / "a.bin", "test");  // never destroyed
+      w->write("partial", 7);
+      write_file(dir / "name.txt", w->temp_path());
+    });
+    dead_temp = read_file(dir / "name.txt");
+    CHECK(std::filesystem::exists(dead_temp));
+    // While the child lives, its temporary is locked: a new writer keeps it.
+    {
+      detail::AtomicFileWriter w(dir / "b.bin", "test");
+      CHECK(std::filesystem::exists(dead_temp));
+    }
+    CHECK(detail::remove_orphaned_temporaries(dir.path().string()) == 0);
+    CHECK(std::filesystem::exists(dead_temp));
+  }  // SIGKILLed here
+  CHECK(std::filesystem::exists(dead_temp));
+  std::filesystem::remove(dir / "name.txt");
+
+  // A writer in this process is live too; other files are not touched.
+  detail::AtomicFileWriter live(dir / "c.bin", "test");
+  write_file(dir / ".hidden.tmp-notours", "x");
+  write_file(dir / "data.bin", "x");
+  {
+    detail::AtomicFileWriter w(dir / "d.bin", "test");  // opening the directory sweeps it
+    w.write("d", 1);
+    w.commit();
+  }
+  CHECK_FALSE(std::filesystem::exists(dead_temp));
+  CHECK(std::filesystem::exists(live.temp_path()));
+  CHECK(dir.list() ==
+        std::vector<std::string>{std::filesystem::path(live.temp_path()).filename().string(),
+                                 ".hidden.tmp-notours", "d.bin", "data.bin"});
+  live.write("c", 1);
+  live.commit();
+  CHECK(read_file(dir / "c.bin") == "c");
+}
+
+TEST_CASE("a live writer in another process keeps its temporary and commits it",
+          "[formats][file][orphans]") {
+  TempDir dir;
+  int to_child[2], from_child[2];
+  REQUIRE(::pipe(to_child) == 0);
+  REQUIRE(::pipe(from_child) == 0);
+  // The child writes, sends its temporary's name, waits for the parent's
+  // word, then commits.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    bool ok = false;
+    try {
+      detail::AtomicFileWriter w(dir / "live.bin", "test");
+      w.write("live", 4);
+      const std::string& name = w.temp_path();
+      ok = ::write(from_child[1], name.data(), name.size()) == static_cast<::ssize_t>(name.size());
+      ::close(from_child[1]);
+      char go = 0;
+      ok = ok && ::read(to_child[0], &go, 1) == 1;
+      w.commit();
+    } catch (...) {
+      ok = false;
+    }
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  std::string temp;
+  char buf[256];
+  for (::ssize_t got; (got = ::read(from_child[0], buf, sizeof buf)) > 0;) {
+    temp.append(buf, static_cast<std::size_t>(got));
+  }
+  ::close(from_child[0]);
+  REQUIRE_FALSE(temp.empty());
+  CHECK(detail::remove_orphaned_temporaries(dir.path().string()) == 0);
+  { detail::AtomicFileWriter w(dir / "other.bin", "test"); }
+  CHECK(std::filesystem::exists(temp));
+  REQUIRE(::write(to_child[1], "g", 1) == 1);
+  ::close(to_child[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(read_file(dir / "live.bin") == "live");
+  CHECK(dir.list() == std::vector<std::string>{"live.bin"});
 }

@@ -218,3 +218,46 @@ TEST_CASE("gzip files of several members and zlib files read like plain ones",
   CHECK(read_all(dir / "z", {.compression = Compression::zlib}) == payloads);
   CHECK(read_all(dir / "z", {.compression = Compression::zlib, .buffer_size = 100}) == payloads);
 }
+
+TEST_CASE("a length near 2^64 is a truncated record with max_record_bytes at its maximum",
+          "[formats][tfrecord]") {
+  // issue 10 item 2: length + 4 wrapped to a small number, which passed the
+  // bounds checks and then checksummed 2^64 bytes (a heap overflow).
+  TempDir dir;
+  const TFRecordOptions unlimited{.max_record_bytes = UINT64_MAX};
+  for (std::uint64_t length : {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 3, UINT64_MAX - 4,
+                               UINT64_MAX / 2, std::uint64_t{1} << 40}) {
+    INFO(length);
+    std::string header;
+    put_le(header, length, 8);
+    put_le(header, masked_crc32c(header.data(), 8), 4);
+    const std::string bytes = header + "tiny payload and then some bytes";
+    write_file(dir / "wrap", bytes);
+    write_file(dir / "wrap.gz", gzip_bytes(bytes));
+    write_file(dir / "wrap.z", deflate_bytes(bytes, 15));
+    for (std::size_t buffer : {std::size_t{64}, std::size_t{1000}, default_buffer_size}) {
+      INFO(buffer);
+      for (bool map : {true, false}) {
+        TFRecordOptions o = unlimited;
+        o.buffer_size = buffer;
+        o.memory_map = map;
+        const DataLossError e = read_error(dir / "wrap", o);
+        CHECK(e.message() == "truncated record at 12");
+        CHECK(e.context().file == dir / "wrap");
+        CHECK(e.context().offset == 12);
+        // read_view takes the same paths as read
+        TFRecordReader reader(dir / "wrap", o);
+        CHECK_THROWS_AS(reader.read_view(), DataLossError);
+      }
+      for (auto [name, c] :
+           {std::pair{"wrap.gz", Compression::gzip}, std::pair{"wrap.z", Compression::zlib}}) {
+        TFRecordOptions o = unlimited;
+        o.buffer_size = buffer;
+        o.compression = c;
+        CHECK(read_error(dir / name, o).message() == "truncated record at 12");
+        TFRecordReader reader(dir / name, o);
+        CHECK_THROWS_AS(reader.read_view(), DataLossError);
+      }
+    }
+  }
+}

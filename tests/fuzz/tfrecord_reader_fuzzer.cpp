@@ -1,7 +1,8 @@
 // libFuzzer target: the TFRecord reader over arbitrary bytes, plain, GZIP or
-// ZLIB (chosen by the first byte, which also picks the buffer size and the
-// CRC check). Any input must end in records or an ingest::Error: never a
-// crash, a hang, a read out of bounds or an allocation beyond the data.
+// ZLIB (chosen by the first byte, which also picks the buffer size, the CRC
+// check and whether max_record_bytes limits lengths). Any input must end in
+// records or an ingest::Error: never a crash, a hang, a read out of bounds or
+// an allocation beyond the data.
 #include <unistd.h>
 
 #include <cstddef>
@@ -33,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const ingest::TFRecordOptions options{
       .compression = compressions[control % 3],
       .buffer_size = (control & 0x10) ? std::size_t{64} : std::size_t{4096},
-      .max_record_bytes = std::uint64_t{16} << 20,
+      // 0x80: no limit, so lengths near 2^64 reach the bounds checks (issue 10 item 2)
+      .max_record_bytes = (control & 0x80) ? UINT64_MAX : std::uint64_t{16} << 20,
       .verify_crc = (control & 0x20) == 0,
   };
   try {

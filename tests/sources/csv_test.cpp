@@ -95,3 +95,80 @@ TEST_CASE("csv: field counts, select_cols, delimiters, compressed files", "[sour
   REQUIRE(rows.size() == 2000);
   CHECK(rows[1999] == std::tuple<std::int32_t, std::string>{1999, "v1999"});
 }
+
+TEST_CASE("csv: an empty line is a record of one empty field, as in tf.data", "[sources][csv]") {
+  // issue 10 item 15: ingest skipped empty lines silently.
+  TempDir dir;
+  write_file(dir / "one.csv", "1\n\n3\r\r\n5\n");
+  CHECK(collect(csv<std::int64_t>(dir / "one.csv", {.defaults = {std::int64_t{-1}}})) ==
+        std::vector<std::tuple<std::int64_t>>{{1}, {-1}, {3}, {-1}, {5}});
+  // A required column: an error naming the file and line; the next record follows.
+  auto required = collect_outcomes(csv<std::int64_t>(dir / "one.csv"));
+  REQUIRE(required.size() == 5);
+  CHECK_THAT(required[1].error, Catch::Contains("has no default") && Catch::Contains("line 2") &&
+                                    Catch::Contains("one.csv"));
+  CHECK_THAT(required[3].error, Catch::Contains("line 4"));
+  CHECK(required[4].value == std::tuple<std::int64_t>{5});
+  // More than one column: the empty line has too few fields.
+  write_file(dir / "two.csv", "1,2\n\n3,4\n");
+  auto two = collect_outcomes(
+      csv<std::int64_t, std::int64_t>(dir / "two.csv", {.defaults = {std::int64_t{0}, 0}}));
+  REQUIRE(two.size() == 3);
+  CHECK_THAT(two[1].error, Catch::Contains("expected 2 fields, got 1") &&
+                               Catch::Contains("line 2") && Catch::Contains("two.csv"));
+  CHECK(two[2].value == std::tuple<std::int64_t, std::int64_t>{3, 4});
+  // A bare \r ends a record (it stayed in the last field before).
+  write_file(dir / "cr.csv", "1,a\r2,b\r");
+  CHECK(collect(csv<std::int64_t, std::string>(dir / "cr.csv")) ==
+        std::vector<std::tuple<std::int64_t, std::string>>{{1, "a"}, {2, "b"}});
+}
+
+TEST_CASE("csv: an empty file with a header is an error naming the file", "[sources][csv]") {
+  // issue 10 item 15: tf.data raises "Can't read header of file"; ingest returned nothing.
+  TempDir dir;
+  write_file(dir / "empty.csv", "");
+  write_file(dir / "header-only.csv", "a,b\n");
+  try {
+    collect(csv<std::int64_t, std::int64_t>(dir / "empty.csv", {.header = true}));
+    FAIL("no error");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.context().file == dir / "empty.csv");
+    CHECK_THAT(e.message(), Catch::Contains("header"));
+  }
+  CHECK(
+      collect(csv<std::int64_t, std::int64_t>(dir / "header-only.csv", {.header = true})).empty());
+  CHECK(collect(csv<std::int64_t, std::int64_t>(dir / "empty.csv")).empty());
+}
+
+TEST_CASE("csv: exclude_cols drops columns (tf.data semantics)", "[sources][csv]") {
+  // issue 10 item 15: the option did not exist.
+  TempDir dir;
+  write_file(dir / "e.csv", "a,1,x,2.5\nb,2,y,3.5\nc,3,z\n");
+  using Row = std::tuple<std::string, double>;
+  auto out = collect_outcomes(csv<std::string, double>(dir / "e.csv", {.exclude_cols = {1, 2}}));
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].value == Row{"a", 2.5});
+  CHECK(out[1].value == Row{"b", 3.5});
+  CHECK_THAT(out[2].error,
+             Catch::Contains("expected 4 fields, got 3") && Catch::Contains("line 3"));
+  // The last columns can be excluded; the count is exact.
+  auto last =
+      collect_outcomes(csv<std::string, std::int64_t>(dir / "e.csv", {.exclude_cols = {2, 3}}));
+  REQUIRE(last.size() == 3);
+  CHECK(last[1].value == std::tuple<std::string, std::int64_t>{"b", 2});
+  CHECK_FALSE(last[2].value);  // the short third record
+  CHECK(collect_outcomes(csv<std::string>(dir / "e.csv", {.exclude_cols = {1, 2, 3}}))
+            .front()
+            .value == std::tuple<std::string>{"a"});
+  // Invalid: with select_cols, not increasing, or past the file's columns.
+  CHECK_THROWS_AS(
+      (csv<std::string, double>(dir / "e.csv", {.select_cols = {0, 3}, .exclude_cols = {1, 2}})),
+      InvalidArgument);
+  CHECK_THROWS_AS((csv<std::string, double>(dir / "e.csv", {.exclude_cols = {2, 1}})),
+                  InvalidArgument);
+  CHECK_THROWS_AS((csv<std::string, double>(dir / "e.csv", {.exclude_cols = {1, 1}})),
+                  InvalidArgument);
+  CHECK_THROWS_AS((csv<std::string, double>(dir / "e.csv", {.exclude_cols = {1, 4}})),
+                  InvalidArgument);
+  CHECK_NOTHROW(csv<std::string, double>(dir / "e.csv", {.exclude_cols = {2, 3}}));
+}

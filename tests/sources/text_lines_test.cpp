@@ -54,3 +54,21 @@ TEST_CASE("text_lines reports a missing file and goes on", "[sources][text_lines
   CHECK(out[1].value == "x");
   CHECK_THROWS_AS(text_lines(dir / "b", {.buffer_size = 0}), InvalidArgument);
 }
+
+TEST_CASE("text_lines handles \\r as TextLineDataset does: dropped, never a line break",
+          "[sources][text_lines]") {
+  // issue 10 item 15: tf's BufferedInputStream::ReadLine drops every '\r'
+  // and splits on '\n' only; ingest stripped only a trailing '\r'.
+  TempDir dir;
+  write_file(dir / "cr", "a\rb\nc\r\r\n\r\nd\re");
+  write_file(dir / "tail", "x\n\r");
+  write_file(dir / "only", "\r\r");
+  for (std::size_t buffer : {std::size_t{64}, default_buffer_size}) {
+    CHECK(collect(text_lines(dir / "cr", {.buffer_size = buffer})) == V{"ab", "c", "", "de"});
+    CHECK(collect(text_lines(dir / "tail", {.buffer_size = buffer})) == V{"x"});
+    CHECK(collect(text_lines(dir / "only", {.buffer_size = buffer})).empty());
+  }
+  write_file(dir / "cr.gz", gzip_bytes("a\rb\nc\r\r\n\r\nd\re"));
+  CHECK(collect(text_lines(dir / "cr.gz", {.compression = Compression::gzip})) ==
+        V{"ab", "c", "", "de"});
+}

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/processes.hpp"
 #include "support/testing.hpp"
 
 using namespace ingest;
@@ -298,4 +299,29 @@ TEST_CASE("a cache of known cardinality completes when every element was read (t
   }
   CHECK(collect(filtered).size() == 10);
   CHECK(pulls->load() == 20);
+}
+
+TEST_CASE("a file cache removes the temporary of a process killed while filling it",
+          "[stages][cache][orphans]") {
+  // issue 10 item 8: a SIGKILLed filler's temporary stayed beside the cache forever.
+  TempDir dir;
+  const std::string path = dir.file("data.cache");
+  {
+    // The child fills half the cache (sequential pipeline, no threads) and is killed.
+    ingest::testing::ChildProcess child([&] {
+      auto* it = new auto(range(100).cache(path).iterator());  // never destroyed
+      for (int i = 0; i < 50; ++i) (void)it->next();
+    });
+    CHECK(dir.entries() == 1);  // its temporary
+    // A live filler's temporary (the child's, while it lives) is kept.
+    CHECK(collect(range(3).cache(dir.file("other.cache"))) == V{0, 1, 2});
+    CHECK(dir.entries() == 2);
+  }
+  CHECK(dir.entries() == 2);  // the dead child's temporary and other.cache
+  // A cache opening the directory, even one that only reads its file, sweeps it.
+  CHECK(collect(range(3).cache(dir.file("other.cache"))) == V{0, 1, 2});
+  CHECK(dir.entries() == 1);
+  CHECK(fs::exists(dir.file("other.cache")));
+  CHECK(collect(range(100).cache(path)).size() == 100);
+  CHECK(dir.entries() == 2);
 }

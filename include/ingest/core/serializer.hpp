@@ -7,6 +7,7 @@
 // bytes that remain before anything is allocated.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -146,7 +147,11 @@ struct serializer<std::vector<T, A>> {
     } else {
       const std::size_t n = r.get_length(1);
       std::vector<T, A> v;
-      v.reserve(n);
+      // n is only known to be at most the bytes left; an element in memory
+      // may be much larger than its serialised form (a string: 32 bytes for
+      // 8), so reserve no more memory than those bytes, and grow past that
+      // as elements actually arrive.
+      v.reserve(std::min(n, r.remaining() / sizeof(T) + 1));
       for (std::size_t i = 0; i < n; ++i) v.push_back(serializer<T>::read(r));
       return v;
     }

@@ -342,21 +342,38 @@ class OutputStream {
     }
   }
 
-  /// Finishes the stream and renames the file to its final name.
-  void close() {
+  /// Writes the buffered bytes to the file and, when compressing, ends the
+  /// compressed block (Z_SYNC_FLUSH), so that a reader of the temporary file
+  /// decompresses everything written so far. Throws IoError.
+  void flush() {
     require_open();
-    drain();
-    if (deflater_) deflater_->deflate_into(file_, nullptr, 0, Z_FINISH);
-    file_.commit();
+    sink(buffer_.get(), size_, Z_SYNC_FLUSH);
+    size_ = 0;
   }
 
-  bool is_open() const noexcept { return file_.is_open(); }
+  /// Finishes the stream and renames the file to its final name. A second
+  /// call is a no-op. If it throws, the temporary file is removed (nothing
+  /// appears under the final name) and the stream is closed all the same.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    try {
+      drain();
+      if (deflater_) deflater_->deflate_into(file_, nullptr, 0, Z_FINISH);
+      file_.commit();
+    } catch (...) {
+      file_.abandon();
+      throw;
+    }
+  }
+
+  bool is_open() const noexcept { return !closed_ && file_.is_open(); }
   const std::string& path() const noexcept { return file_.path(); }
   const std::string& temp_path() const noexcept { return file_.temp_path(); }
 
  private:
   void require_open() const {
-    if (!file_.is_open()) {
+    if (!is_open()) {
       throw InvalidArgument("the file was already closed", {.file = file_.path()});
     }
   }
@@ -378,6 +395,7 @@ class OutputStream {
   AlignedBuffer buffer_;
   std::size_t capacity_;
   std::size_t size_ = 0;
+  bool closed_ = false;
 };
 
 }  // namespace detail

@@ -1,8 +1,10 @@
 // CSV records (RFC 4180) read from an InputStream: fields separated by a
-// delimiter, records by "\n" or "\r\n"; a field in double quotes may hold
-// delimiters, newlines and doubled quotes (""). Completely empty lines are
-// skipped. tf counterpart: the record splitting of CsvDataset. Errors are
-// InvalidArgument naming the file, line and column. Not synchronised.
+// delimiter, records by "\n", "\r\n" or a bare "\r" (as tf.data's
+// CsvDataset); a field in double quotes may hold delimiters, line breaks and
+// doubled quotes (""). An empty line is a record of one empty field, as in
+// CsvDataset; a line break at the very end of the data ends the last record
+// and makes none. tf counterpart: the record splitting of CsvDataset. Errors
+// are InvalidArgument naming the file, line and column. Not synchronised.
 #pragma once
 
 #include <cstddef>
@@ -52,7 +54,6 @@ class CsvRecordReader {
                                                .line = record_line_ + error_.line_delta,
                                                .column = error_.column});
       }
-      if (r.status == Scan::blank) continue;
       finish_views(base);
       return true;
     }
@@ -70,7 +71,7 @@ class CsvRecordReader {
 
  private:
   struct Scan {
-    enum Status { record, blank, need_more, end, error } status;
+    enum Status { record, need_more, end, error } status;
     std::size_t length = 0;     // bytes of the record and its terminator
     std::int64_t newlines = 0;  // newlines in those bytes
   };
@@ -85,13 +86,26 @@ class CsvRecordReader {
     std::int64_t column = 0;
   };
 
+  // Line breaks in p[0, n): "\n", "\r\n" and a bare "\r" count one each.
   static std::int64_t count_newlines(const char* p, std::size_t n) noexcept {
     std::int64_t c = 0;
-    for (const char* q = p; (q = static_cast<const char*>(std::memchr(q, '\n', n - (q - p))));
-         ++q) {
-      ++c;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p[i] == '\n') {
+        ++c;
+      } else if (p[i] == '\r' && (i + 1 == n || p[i + 1] != '\n')) {
+        ++c;
+      }
     }
     return c;
+  }
+
+  // The end of the line break at p[at] ('\n' or '\r'), or 0 when a '\r' is
+  // the last byte available and more may follow (it may be "\r\n").
+  static std::size_t line_break_end(const char* p, std::size_t n, std::size_t at,
+                                    bool eof) noexcept {
+    if (p[at] == '\n') return at + 1;
+    if (at + 1 == n) return eof ? at + 1 : 0;
+    return p[at + 1] == '\n' ? at + 2 : at + 1;
   }
 
   // Scans one record at p[0, n). need_more unless the record is complete or
@@ -100,11 +114,6 @@ class CsvRecordReader {
     fields_.clear();
     scratch_.clear();
     if (n == 0) return {eof ? Scan::end : Scan::need_more};
-    if (p[0] == '\n') return {Scan::blank, 1, 1};
-    if (p[0] == '\r') {
-      if (n == 1 && !eof) return {Scan::need_more};
-      if (n > 1 && p[1] == '\n') return {Scan::blank, 2, 1};
-    }
     const char delim = dialect_.delimiter;
     std::size_t pos = 0;
     std::int64_t lines = 0;
@@ -112,11 +121,15 @@ class CsvRecordReader {
                     std::size_t skip_to) -> Scan {
       error_ = {std::move(message), line_delta, static_cast<std::int64_t>(column)};
       // Consume through the end of the line the error is on.
-      const void* nl = std::memchr(p + skip_to, '\n', n - skip_to);
-      if (!nl && !eof) return {Scan::need_more};
-      const std::size_t end =
-          nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - p) + 1 : n;
-      return {Scan::error, end, count_newlines(p, end)};
+      std::size_t end = skip_to;
+      while (end < n && p[end] != '\n' && p[end] != '\r') ++end;
+      if (end == n) {
+        if (!eof) return {Scan::need_more};
+        return {Scan::error, n, count_newlines(p, n)};
+      }
+      const std::size_t after = line_break_end(p, n, end, eof);
+      if (after == 0) return {Scan::need_more};
+      return {Scan::error, after, count_newlines(p, after)};
     };
     for (;;) {
       const std::size_t column = fields_.size() + 1;
@@ -151,16 +164,16 @@ class CsvRecordReader {
           ++pos;
           continue;
         }
-        if (p[pos] == '\n') return {Scan::record, pos + 1, lines + 1};
-        if (p[pos] == '\r') {
-          if (pos + 1 == n && !eof) return {Scan::need_more};
-          if (pos + 1 < n && p[pos + 1] == '\n') return {Scan::record, pos + 2, lines + 1};
+        if (p[pos] == '\n' || p[pos] == '\r') {
+          const std::size_t after = line_break_end(p, n, pos, eof);
+          if (after == 0) return {Scan::need_more};
+          return {Scan::record, after, lines + 1};
         }
         return fail("unexpected character after the closing quote of a quoted field", lines, column,
                     pos);
       }
       std::size_t q = pos;
-      while (q < n && p[q] != delim && p[q] != '\n') {
+      while (q < n && p[q] != delim && p[q] != '\n' && p[q] != '\r') {
         if (dialect_.quoting && p[q] == '"') {
           return fail("a quote inside an unquoted field (quote the field and double the quote)",
                       lines, column, q);
@@ -177,10 +190,10 @@ class CsvRecordReader {
         pos = q + 1;
         continue;
       }
-      std::size_t end = q;
-      if (end > pos && p[end - 1] == '\r') --end;
-      add_field(p, pos, end - pos, false, field_line);
-      return {Scan::record, q + 1, lines + 1};
+      const std::size_t after = line_break_end(p, n, q, eof);
+      if (after == 0) return {Scan::need_more};
+      add_field(p, pos, q - pos, false, field_line);
+      return {Scan::record, after, lines + 1};
     }
   }
 

@@ -3,9 +3,14 @@
 // written under a temporary name and renamed into place on commit, so that a
 // crash or an exception never leaves a half-written file under the final
 // name. Errors are IoErrors naming the file. No class here is synchronised.
+// Temporaries of writers killed before they finished (SIGKILL, power loss)
+// are removed by the next writer that opens their directory (see
+// remove_orphaned_temporaries).
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -314,18 +319,111 @@ class FileMapping {
   std::size_t next_step_ = 0;  // advance() acts from here on
 };
 
+/// The directory part of `path` ("." when it has none).
+inline std::string parent_directory(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+/// Whether `name` is an ingest temporary file's name:
+/// ".<base>.tmp-<pid>-<counter>-<stamp>" (see AtomicFileWriter). Sets `pid`.
+inline bool parse_temporary_name(std::string_view name, long long& pid) noexcept {
+  constexpr std::string_view tag = ".tmp-";
+  if (name.size() < 2 || name.front() != '.') return false;
+  const auto at = name.rfind(tag);
+  if (at == std::string_view::npos || at < 2) return false;
+  std::string_view rest = name.substr(at + tag.size());
+  long long fields[3] = {0, 0, 0};
+  for (int i = 0; i < 3; ++i) {
+    std::size_t digits = 0;
+    while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 18) return false;
+    for (std::size_t k = 0; k < digits; ++k) fields[i] = fields[i] * 10 + (rest[k] - '0');
+    rest.remove_prefix(digits);
+    if (i < 2) {
+      if (rest.empty() || rest.front() != '-') return false;
+      rest.remove_prefix(1);
+    }
+  }
+  if (!rest.empty()) return false;
+  pid = fields[0];
+  return true;
+}
+
+/// Removes the temporary files that ingest writers (AtomicFileWriter: the
+/// TFRecordWriter, cache(path)) left in `dir` when their process died before
+/// committing or abandoning them (SIGKILL, a crash, power loss). A writer
+/// holds an exclusive flock() on its temporary file for the file's whole
+/// life, so a temporary whose lock can be taken has no live writer: it is
+/// unlinked. Files of a live writer (in this process or another), files
+/// that are not ingest temporaries, and files on file systems without
+/// flock() are left alone, as are temporaries named with this process's id
+/// (flock emulated by POSIX locks, as on some NFS mounts, does not exclude
+/// this process's own descriptors). Never throws; returns how many files it
+/// removed.
+inline std::size_t remove_orphaned_temporaries(const std::string& dir) noexcept {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  std::size_t removed = 0;
+  const long long self = ::getpid();
+  while (const struct dirent* e = ::readdir(d)) {
+    long long pid = 0;
+    if (!parse_temporary_name(e->d_name, pid) || pid == self) continue;
+    const int fd =
+        ::openat(::dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) continue;
+    struct stat held {
+    }, named{};
+    // Locked: its writer is dead. Still the same file under that name (not
+    // renamed into place by a writer that just committed): remove it.
+    if (::fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::fstatat(::dirfd(d), e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        named.st_dev == held.st_dev && named.st_ino == held.st_ino &&
+        ::unlinkat(::dirfd(d), e->d_name, 0) == 0) {
+      ++removed;
+    }
+    ::close(fd);
+  }
+  ::closedir(d);
+  return removed;
+}
+
 /// A file written under a hidden temporary name beside `path` (".name.tmp-…")
 /// and renamed to `path` by commit(). Destroyed without commit(), it removes
-/// the temporary file and leaves nothing under `path`.
+/// the temporary file and leaves nothing under `path`. The writer holds an
+/// exclusive flock() on the temporary file until it is committed or
+/// abandoned, and on construction removes the temporaries that dead writers
+/// left in the directory (remove_orphaned_temporaries); so a process killed
+/// while writing leaves its temporary only until the next writer opens the
+/// directory.
 class AtomicFileWriter {
  public:
   AtomicFileWriter(std::string path, std::string_view stage)
       : path_(std::move(path)), stage_(stage) {
-    temp_path_ = temporary_name(path_);
-    do {
-      fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    } while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) throw io_error(stage_, path_, "cannot create file", errno);
+    remove_orphaned_temporaries(parent_directory(path_));
+    for (;;) {
+      temp_path_ = temporary_name(path_);
+      do {
+        fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      } while (fd_ < 0 && errno == EINTR);
+      if (fd_ < 0) throw io_error(stage_, path_, "cannot create file", errno);
+      // Another process's sweep may have locked the new file before we did
+      // and removed it: then start again under a new name. A file system
+      // without flock() leaves the file unlocked, which sweeps skip too.
+      int rc;
+      do {
+        rc = ::flock(fd_, LOCK_EX);
+      } while (rc != 0 && errno == EINTR);
+      struct stat st {};
+      if (rc == 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0) {
+        ::close(fd_);
+        fd_ = -1;
+        continue;
+      }
+      break;
+    }
   }
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
@@ -353,26 +451,27 @@ class AtomicFileWriter {
     if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) {
       throw io_error(stage_, path_, "fsync failed", errno);
     }
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) {
-      const int err = errno;
-      ::unlink(temp_path_.c_str());
-      throw io_error(stage_, path_, "close failed", err);
-    }
+    // Renamed while still open: closing first would drop the lock, and a
+    // sweep could take the file for a dead writer's before the rename.
     if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
       const int err = errno;
-      ::unlink(temp_path_.c_str());
+      abandon();
       throw io_error(stage_, path_, "cannot rename the temporary file into place", err);
     }
+    const int fd = std::exchange(fd_, -1);
     committed_ = true;
+    if (::close(fd) != 0) {
+      const int err = errno;
+      throw io_error(stage_, path_, "close failed", err);
+    }
   }
 
   /// Closes and removes the temporary file (no-op after commit()).
   void abandon() noexcept {
     if (fd_ >= 0) {
+      ::unlink(temp_path_.c_str());  // before close: the lock covers it until gone
       ::close(fd_);
       fd_ = -1;
-      ::unlink(temp_path_.c_str());
     }
   }
 

@@ -130,8 +130,12 @@ class TFRecordReader {
     }
   }
 
+  // No `length + footer` here: a length near 2^64 (max_record_bytes allows
+  // any) would wrap it. A mapped file's lengths were checked against the
+  // bytes left by read_header.
   bool fits_window(std::uint64_t length) const noexcept {
-    return stream_.mapped() || length + detail::tfrecord_footer_bytes <= window_ / 2;
+    return stream_.mapped() ||
+           (length <= window_ / 2 && length <= window_ / 2 - detail::tfrecord_footer_bytes);
   }
 
   // A payload that fits the window: checked in place; the view is valid
@@ -177,8 +181,15 @@ class TFRecordReader {
                                           " exceeds max_record_bytes " +
                                           std::to_string(options_.max_record_bytes));
     }
+    if constexpr (sizeof(std::size_t) < sizeof(std::uint64_t)) {
+      if (length > SIZE_MAX - detail::tfrecord_footer_bytes) {
+        throw_corrupted(record_offset_, "length " + std::to_string(length) + " exceeds memory");
+      }
+    }
     stream_.consume(detail::tfrecord_header_bytes);
-    if (auto left = stream_.remaining(); left && length + detail::tfrecord_footer_bytes > *left) {
+    // Compared without adding to `length`, which may be near 2^64 (issue 10 item 2).
+    if (auto left = stream_.remaining(); left && (*left < detail::tfrecord_footer_bytes ||
+                                                  length > *left - detail::tfrecord_footer_bytes)) {
       throw_truncated(payload_offset());
     }
     return true;

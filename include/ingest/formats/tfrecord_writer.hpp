@@ -3,7 +3,11 @@
 // counterpart: tf.io.TFRecordWriter. The file is written under a hidden
 // temporary name in the same directory and renamed into place by close(), so
 // a crash never leaves a half-written shard under the final name; a writer
-// destroyed without close() removes its temporary file. Not synchronised.
+// destroyed without close() removes its temporary file. A writer's process
+// killed before close() leaves the temporary; the next writer (or
+// cache(path)) opening that directory removes it, never touching the
+// temporary of a live writer (each is flock()ed by its writer). Not
+// synchronised.
 #pragma once
 
 #include <zlib.h>
@@ -50,7 +54,16 @@ class TFRecordWriter {
     ++records_;
   }
 
-  /// Finishes the file and renames it to its final name. Throws IoError.
+  /// Writes the buffered records (and, compressed, ends the compressed
+  /// block) to the temporary file, so that a reader of temp_path() sees every
+  /// record written so far; the file still appears under path() only on
+  /// close(). tf: TFRecordWriter.flush(). Throws IoError; InvalidArgument
+  /// after close().
+  void flush() { out_.flush(); }
+
+  /// Finishes the file and renames it to its final name. Closing again is a
+  /// no-op (as in tf). Throws IoError; a close that throws removes the
+  /// temporary file and leaves the writer closed.
   void close() { out_.close(); }
 
   /// Records written so far.

@@ -2,9 +2,13 @@
 // CSV files (RFC 4180 quoting) as std::tuple<Cols...>, each Col one of int32,
 // int64, float, double or std::string. tf.data counterpart:
 // experimental.CsvDataset. An empty field (or one equal to na_value) takes
-// its column's default; a column without a default is required. A bad field
-// raises InvalidArgument naming the file, line and column, consumes its
-// record, and the next call continues with the next record.
+// its column's default; a column without a default is required. As in
+// CsvDataset, an empty line is a record of one empty field (a one-column
+// file gets the default there; with more columns it is a record with too few
+// fields), and "\n", "\r\n" and a bare "\r" all end a record. A bad field
+// or record raises InvalidArgument naming the file, line and column,
+// consumes its record, and the next call continues with the next record. A
+// file with `header` set that is empty raises InvalidArgument naming it.
 #pragma once
 
 #include <charconv>
@@ -42,6 +46,10 @@ struct CsvOptions {
   /// Which of the file's columns (0-based, increasing) become Cols; empty: all,
   /// and then a record must have exactly sizeof...(Cols) fields.
   std::vector<std::size_t> select_cols = {};
+  /// Which of the file's columns (0-based, increasing) to drop; the others,
+  /// in order, become Cols, so a record must have exactly sizeof...(Cols) +
+  /// exclude_cols.size() fields (tf: exclude_cols). Not with select_cols.
+  std::vector<std::size_t> exclude_cols = {};
   Compression compression = Compression::none;
   std::size_t buffer_size = default_buffer_size;
 };
@@ -85,17 +93,39 @@ class CsvReader {
         defaults_(options.defaults),
         na_value_(options.na_value),
         select_(options.select_cols),
-        skip_header_(options.header) {}
+        skip_header_(options.header) {
+    if (!options.exclude_cols.empty()) {
+      // The kept columns of a record of exactly Cols + excluded fields.
+      exact_ = true;
+      const std::size_t total = sizeof...(Cols) + options.exclude_cols.size();
+      exact_fields_ = total;
+      std::size_t e = 0;
+      for (std::size_t c = 0; c < total; ++c) {
+        if (e < options.exclude_cols.size() && options.exclude_cols[e] == c) {
+          ++e;
+        } else {
+          select_.push_back(c);
+        }
+      }
+    }
+  }
 
   std::optional<value_type> read() {
-    if (!records_.next()) return std::nullopt;
     if (skip_header_) {
       skip_header_ = false;
-      if (!records_.next()) return std::nullopt;
+      // tf: "Can't read header of file"; an empty file has no header to skip.
+      if (!records_.next()) {
+        throw InvalidArgument("cannot read the header: the file is empty",
+                              {.file = records_.path(), .line = 1});
+      }
     }
-    const std::size_t needed = select_.empty() ? sizeof...(Cols) : select_.back() + 1;
-    if (select_.empty() ? records_.size() != needed : records_.size() < needed) {
-      throw InvalidArgument("expected " + std::string(select_.empty() ? "" : "at least ") +
+    if (!records_.next()) return std::nullopt;
+    const bool exact = select_.empty() || exact_;
+    const std::size_t needed = select_.empty() ? sizeof...(Cols)
+                               : exact_        ? exact_fields_
+                                               : select_.back() + 1;
+    if (exact ? records_.size() != needed : records_.size() < needed) {
+      throw InvalidArgument("expected " + std::string(exact ? "" : "at least ") +
                                 std::to_string(needed) + " fields, got " +
                                 std::to_string(records_.size()),
                             {.file = records_.path(), .line = records_.record_line()});
@@ -139,7 +169,9 @@ class CsvReader {
   CsvRecordReader records_;
   std::tuple<std::optional<Cols>...> defaults_;
   std::string na_value_;
-  std::vector<std::size_t> select_;
+  std::vector<std::size_t> select_;  // the file's column of each Cols; empty: all
+  bool exact_ = false;               // exclude_cols: the record's size is known
+  std::size_t exact_fields_ = 0;     // and is this
   bool skip_header_;
 };
 
@@ -167,6 +199,23 @@ CsvDataset<Cols...> csv(FileList paths, CsvOptions<std::type_identity_t<Cols>...
     if (select.size() != sizeof...(Cols) || !increasing) {
       throw InvalidArgument("csv: select_cols must list " + std::to_string(sizeof...(Cols)) +
                                 " increasing column indices, one per column type",
+                            {.stage = "csv"});
+    }
+  }
+  const auto& exclude = options.exclude_cols;
+  if (!select.empty() && !exclude.empty()) {
+    throw InvalidArgument("csv: select_cols and exclude_cols cannot both be given",
+                          {.stage = "csv"});
+  }
+  if (!exclude.empty()) {
+    // Every excluded index must name one of the file's Cols + exclude columns.
+    bool valid = exclude.back() < sizeof...(Cols) + exclude.size();
+    for (std::size_t i = 1; i < exclude.size(); ++i) valid &= exclude[i - 1] < exclude[i];
+    if (!valid) {
+      throw InvalidArgument("csv: exclude_cols must list increasing column indices below " +
+                                std::to_string(sizeof...(Cols) + exclude.size()) +
+                                " (the file's column count: one per column type plus one "
+                                "per excluded column)",
                             {.stage = "csv"});
     }
   }

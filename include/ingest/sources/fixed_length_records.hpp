@@ -1,14 +1,22 @@
 // fixed_length_records(paths, record_bytes, {.header_bytes, .footer_bytes}):
 // each file is a header, then records of exactly record_bytes bytes, then a
 // footer; yields the records as std::string. tf.data counterpart:
-// FixedLengthRecordDataset. A last record cut short raises DataLossError
-// "truncated record at OFFSET" and the iterator moves to the next file. Files
-// may be gzip or zlib compressed (header and footer are then counted in the
-// decompressed bytes). Each iterator opens its own files.
+// FixedLengthRecordDataset. A body (the bytes between header and footer)
+// that is not a whole number of records raises DataLossError "truncated
+// record at OFFSET" (the last record's start) and the iterator moves to the
+// next file: for a plain file, whose size is known, at the first next() and
+// before any of its records (as tf.data); for a compressed file, whose size
+// is known only once it is decompressed, when the reader reaches the
+// truncated record (the records before it are yielded). Files may be gzip or
+// zlib compressed (header and footer are then counted in the decompressed
+// bytes). Memory grows with the bytes read, never with header_bytes,
+// footer_bytes or record_bytes alone. Each iterator opens its own files.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,38 +54,102 @@ class FixedLengthRecordReader {
                 "fixed_length_records"),
         record_bytes_(config.record_bytes),
         header_bytes_(config.options.header_bytes),
-        footer_bytes_(config.options.footer_bytes) {}
+        footer_bytes_(config.options.footer_bytes),
+        chunk_(std::max<std::size_t>(config.options.buffer_size, 64)) {}
 
   std::optional<std::string> read() {
     if (done_) return std::nullopt;
     if (!header_skipped_) {
       header_skipped_ = true;
-      if (!stream_.fill(header_bytes_ + footer_bytes_)) {
-        done_ = true;
-        throw DataLossError("the file has " + std::to_string(stream_.available()) +
-                                " bytes, fewer than header_bytes + footer_bytes = " +
-                                std::to_string(header_bytes_ + footer_bytes_),
-                            {.file = stream_.path(), .offset = 0});
-      }
-      stream_.consume(header_bytes_);
+      start();
+    }
+    if (records_left_) {  // the size is known: no look-ahead for the footer
+      if (*records_left_ == 0) return finish();
+      --*records_left_;
+      if (!fill(record_bytes_)) throw_truncated();  // the file shrank
+      return take();
     }
     // A record is one only if the footer still fits after it.
-    if (stream_.fill(record_bytes_ + footer_bytes_)) {
-      std::string record(stream_.data(), record_bytes_);
-      stream_.consume(record_bytes_);
-      return record;
-    }
+    if (fill(record_bytes_ + footer_bytes_)) return take();
     done_ = true;
     if (stream_.available() == footer_bytes_) return std::nullopt;
-    throw DataLossError("truncated record at " + std::to_string(stream_.offset()) + " (" +
-                            std::to_string(stream_.available() - footer_bytes_) + " of " +
-                            std::to_string(record_bytes_) + " bytes before the footer)",
-                        {.file = stream_.path(), .offset = stream_.offset()});
+    throw_truncated();
   }
 
  private:
+  // Skips the header; with the file's size known, checks the body's length
+  // before any record is read.
+  void start() {
+    const std::uint64_t bytes = header_bytes_ + footer_bytes_;  // checked not to wrap
+    if (const auto size = stream_.remaining()) {
+      if (*size < bytes) throw_short(*size);
+      const std::uint64_t body = *size - bytes;
+      if (body % record_bytes_ != 0) {
+        done_ = true;
+        const std::uint64_t at = header_bytes_ + body / record_bytes_ * record_bytes_;
+        throw DataLossError("truncated record at " + std::to_string(at) + " (the body of " +
+                                std::to_string(body) +
+                                " bytes between header and footer is not a multiple of "
+                                "record_bytes " +
+                                std::to_string(record_bytes_) + ")",
+                            {.file = stream_.path(), .offset = at});
+      }
+      records_left_ = body / record_bytes_;
+    }
+    for (std::size_t left = header_bytes_; left != 0;) {  // through the window, in steps
+      const std::size_t step = std::min(left, chunk_);
+      if (!stream_.fill(step)) throw_short(stream_.offset() + stream_.available());
+      stream_.consume(step);
+      left -= step;
+    }
+    if (!records_left_ && !fill(footer_bytes_)) {
+      throw_short(stream_.offset() + stream_.available());
+    }
+  }
+
+  // fill(want), growing the window at most to twice the bytes that arrived,
+  // so a huge record_bytes or footer_bytes allocates only what the data holds.
+  bool fill(std::size_t want) {
+    while (stream_.available() < want) {
+      const std::size_t step = std::max(stream_.available() * 2, chunk_);
+      if (!stream_.fill(std::min(want, step))) return false;
+    }
+    return true;
+  }
+
+  std::string take() {
+    std::string record(stream_.data(), record_bytes_);
+    stream_.consume(record_bytes_);
+    return record;
+  }
+
+  std::optional<std::string> finish() {
+    done_ = true;
+    return std::nullopt;
+  }
+
+  [[noreturn]] void throw_short(std::uint64_t size) {
+    done_ = true;
+    throw DataLossError("the file has " + std::to_string(size) +
+                            " bytes, fewer than header_bytes + footer_bytes = " +
+                            std::to_string(std::uint64_t{header_bytes_} + footer_bytes_),
+                        {.file = stream_.path(), .offset = 0});
+  }
+
+  [[noreturn]] void throw_truncated() {
+    done_ = true;
+    const std::size_t have = stream_.available();
+    const std::size_t got = have > footer_bytes_ ? have - footer_bytes_ : have;
+    throw DataLossError("truncated record at " + std::to_string(stream_.offset()) + " (" +
+                            std::to_string(got) + " of " + std::to_string(record_bytes_) +
+                            " bytes before the footer)",
+                        {.file = stream_.path(), .offset = stream_.offset()});
+  }
+
   InputStream stream_;
   std::size_t record_bytes_, header_bytes_, footer_bytes_;
+  std::size_t chunk_;
+  std::optional<std::uint64_t> records_left_;  // plain files: their size tells
   bool header_skipped_ = false;
   bool done_ = false;
 };
@@ -93,12 +165,26 @@ using FixedLengthRecordDataset =
                 detail::fixed_length_records_stage>;
 
 /// The fixed-size records of the files `paths` (one path, or a list), in order
-/// (tf: FixedLengthRecordDataset). Throws InvalidArgument if record_bytes is 0.
+/// (tf: FixedLengthRecordDataset). Throws InvalidArgument if record_bytes is 0
+/// or record_bytes + header_bytes + footer_bytes does not fit in a size_t.
 inline FixedLengthRecordDataset fixed_length_records(FileList paths, std::size_t record_bytes,
                                                      FixedLengthRecordOptions options = {}) {
   detail::check_buffer_size(options.buffer_size, detail::fixed_length_records_stage);
   if (record_bytes == 0) {
     throw InvalidArgument("fixed_length_records: record_bytes must be > 0",
+                          {.stage = detail::fixed_length_records_stage});
+  }
+  // The readers add these; a sum that wraps would pass their checks.
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  if (options.header_bytes > max - options.footer_bytes) {
+    throw InvalidArgument("fixed_length_records: header_bytes + footer_bytes (" +
+                              std::to_string(options.header_bytes) + " + " +
+                              std::to_string(options.footer_bytes) + ") is too large",
+                          {.stage = detail::fixed_length_records_stage});
+  }
+  if (record_bytes > max - options.header_bytes - options.footer_bytes) {
+    throw InvalidArgument("fixed_length_records: record_bytes (" + std::to_string(record_bytes) +
+                              ") plus header_bytes and footer_bytes is too large",
                           {.stage = detail::fixed_length_records_stage});
   }
   return {std::move(paths), detail::FixedLengthConfig{record_bytes, options}};

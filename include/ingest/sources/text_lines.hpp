@@ -1,8 +1,10 @@
 // text_lines(paths): the lines of text files, file after file, as
-// std::string without the "\n" (or "\r\n"); a last line without a newline
-// still counts, and a file ending in "\n" yields no extra empty line. tf.data
-// counterpart: TextLineDataset. Files may be gzip or zlib compressed. Each
-// iterator opens its own files.
+// std::string. As tf.data's TextLineDataset (whose BufferedInputStream drops
+// every '\r' it reads): lines end at "\n" only, and every "\r" is removed
+// from the line, so "\r\n" ends a line and a bare "\r" is not a line break.
+// A last line without a newline still counts, unless it is empty once its
+// "\r"s are gone; a file ending in "\n" yields no extra empty line. Files may
+// be gzip or zlib compressed. Each iterator opens its own files.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +50,7 @@ class TextLineReader {
         if (avail == 0) return std::nullopt;
         std::string line = take(stream_.data(), avail);
         stream_.consume(avail);
+        if (line.empty()) return std::nullopt;  // only "\r"s after the last "\n" (tf)
         return line;
       }
     }
@@ -55,8 +58,9 @@ class TextLineReader {
 
  private:
   static std::string take(const char* p, std::size_t len) {
-    if (len && p[len - 1] == '\r') --len;
-    return std::string(p, len);
+    std::string line(p, len);
+    if (std::memchr(p, '\r', len)) std::erase(line, '\r');
+    return line;
   }
 
   InputStream stream_;

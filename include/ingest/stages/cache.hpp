@@ -14,7 +14,10 @@
 // cache, so the cache never silently lacks elements (tf.data caches the
 // elements that did not fail). As in tf.data, a pass is complete at the
 // input's end, or as soon as it read as many elements as the input's known
-// cardinality(), even if the reader never asks for the end.
+// cardinality(), even if the reader never asks for the end. A process killed
+// while filling a cache file leaves its temporary file behind; the next
+// cache(path) or TFRecordWriter that opens the directory removes it (a live
+// filler's temporary is locked and kept; see remove_orphaned_temporaries).
 #pragma once
 
 #include <unistd.h>
@@ -297,6 +300,9 @@ class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::ele
       lock.unlock();
       return Iterator(detail::child_iterator(input_, ctx), state_, cardinality());
     }
+    // Temporaries that killed processes left while filling a cache here
+    // would otherwise stay forever (a live filler's is kept: it is locked).
+    detail::remove_orphaned_temporaries(detail::parent_directory(state_->path));
     const detail::CacheFileCheck check =
         detail::check_cache_file(state_->path, serializer<T>::signature());
     if (check.count) return Iterator(state_->path, *check.count);
