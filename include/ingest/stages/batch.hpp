@@ -86,7 +86,8 @@ class BatchIterator {
         } catch (...) {
           pending_.clear();
           detail::rethrow_with_context(
-              {.stage = "batch", .element = first + static_cast<std::int64_t>(i)});
+              {.stage = "batch", .element = first + static_cast<std::int64_t>(i)},
+              detail::Raiser::internal);
         }
       }
       pending_.clear();

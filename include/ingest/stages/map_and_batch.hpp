@@ -156,10 +156,13 @@ class MapAndBatchIterator {
         return std::move(*s);
       }
     }
-    void fail(Chunk& c, std::size_t i, const char* stage) const {
+    // `raiser`: f (map) or the builder (batch), whose failures keep their type.
+    void fail(Chunk& c, std::size_t i, const char* stage,
+              detail::Raiser raiser = detail::Raiser::user_function) const {
       if (!c.error) {
         c.error = detail::capture_with_context(
-            {.stage = stage, .element = c.batch->first_index + static_cast<std::int64_t>(i)});
+            {.stage = stage, .element = c.batch->first_index + static_cast<std::int64_t>(i)},
+            raiser);
         c.error_index = i;
       }
     }
@@ -173,7 +176,7 @@ class MapAndBatchIterator {
           try {
             b.out->set(i, std::move(v));
           } catch (...) {
-            fail(c, i, "batch");
+            fail(c, i, "batch", detail::Raiser::internal);
           }
         } catch (...) {
           fail(c, i, "map");
