@@ -80,9 +80,9 @@ TEST_CASE("std::bad_alloc and internal failures keep their type (issue 10 item 4
   };
   using detail::Raiser;
   // Out of memory is never reported as a user function's FunctionError.
-  CHECK_THROWS_AS(std::rethrow_exception(rethrown([] { throw std::bad_alloc(); },
-                                                  Raiser::user_function)),
-                  std::bad_alloc);
+  CHECK_THROWS_AS(
+      std::rethrow_exception(rethrown([] { throw std::bad_alloc(); }, Raiser::user_function)),
+      std::bad_alloc);
   CHECK_THROWS_AS(
       std::rethrow_exception(rethrown([] { throw std::bad_alloc(); }, Raiser::internal)),
       std::bad_alloc);

@@ -87,9 +87,9 @@ TEST_CASE("scalars refuse a padded shape of another rank, as in tf.data (issue 1
           "[core][padding]") {
   std::vector<std::int64_t> scalars{1, 2};
   // Was: silently ignored.
-  CHECK_THROWS_WITH(build(scalars, {.padded_shapes = {Shape{1}}}),
-                    Catch::Contains("component 0") && Catch::Contains("rank 1") &&
-                        Catch::Contains("scalars"));
+  CHECK_THROWS_WITH(build(scalars, {.padded_shapes = {Shape{1}}}), Catch::Contains("component 0") &&
+                                                                       Catch::Contains("rank 1") &&
+                                                                       Catch::Contains("scalars"));
   CHECK(build(scalars, {.padded_shapes = {Shape{}}}) == Tensor::from_values<std::int64_t>({1, 2}));
 }
 
@@ -106,8 +106,7 @@ TEST_CASE("padded shapes too large to allocate are refused before allocating (is
       build(grid, {.padded_shapes = {Shape{std::int64_t{1} << 32, std::int64_t{1} << 32}}}),
       InvalidArgument);
   // Was: std::bad_alloc.
-  CHECK_THROWS_AS(build(elems, {.padded_shapes = {Shape{std::int64_t{1} << 40}}}),
-                  InvalidArgument);
+  CHECK_THROWS_AS(build(elems, {.padded_shapes = {Shape{std::int64_t{1} << 40}}}), InvalidArgument);
 }
 
 TEST_CASE("padding values must be representable in the dtype (issue 10 siblings)",

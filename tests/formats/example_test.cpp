@@ -482,7 +482,8 @@ TEST_CASE("an Example spec refuses fixed shapes too large to hold (issue 10 item
           "[formats][example]") {
   constexpr std::int64_t p32 = std::int64_t{1} << 32;
   auto spec_with = [](Shape shape) {
-    return ExampleSpec{{"m", FixedLenFeature{.dtype = FeatureType::int64, .shape = shape,
+    return ExampleSpec{{"m", FixedLenFeature{.dtype = FeatureType::int64,
+                                             .shape = shape,
                                              .default_value = std::vector<std::int64_t>{0}}}};
   };
   // Was: a signed overflow, or a default expanded to 2^40 values (std::bad_alloc).

@@ -118,9 +118,10 @@ TEST_CASE("a batch size far above the input's length allocates by what arrives",
   CHECK(range(10).batch(100).cardinality() == 1);
 }
 
-TEST_CASE("an impossible batch_size is InvalidArgument from batch, not std::bad_alloc (issue 10 "
-          "item 4)",
-          "[stages][batch]") {
+TEST_CASE(
+    "an impossible batch_size is InvalidArgument from batch, not std::bad_alloc (issue 10 "
+    "item 4)",
+    "[stages][batch]") {
   constexpr std::int64_t huge = std::int64_t{1} << 40;
   auto is_refusal = [](const std::string& error) {
     return error.find("InvalidArgument: batch_size 1099511627776 x ") == 0 &&
@@ -132,7 +133,9 @@ TEST_CASE("an impossible batch_size is InvalidArgument from batch, not std::bad_
   CHECK(is_refusal(scalars[0].error));
   // Gathered path: refused at the first element, which shows the element size.
   auto tensors = collect_outcomes(
-      range(10).repeat().map([](std::int64_t) { return Tensor::zeros(DType::float32, Shape{4}); })
+      range(10)
+          .repeat()
+          .map([](std::int64_t) { return Tensor::zeros(DType::float32, Shape{4}); })
           .batch(huge),
       1);
   REQUIRE(tensors.size() == 1);

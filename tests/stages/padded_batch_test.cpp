@@ -71,9 +71,10 @@ TEST_CASE("padded_batch of a batch size far above the input's length", "[stages]
   CHECK(out[0].shape() == Shape{3, 3});
 }
 
-TEST_CASE("padded_batch: impossible sizes are InvalidArgument naming the argument (issue 10 "
-          "items 1, 4)",
-          "[stages][padded_batch]") {
+TEST_CASE(
+    "padded_batch: impossible sizes are InvalidArgument naming the argument (issue 10 "
+    "items 1, 4)",
+    "[stages][padded_batch]") {
   constexpr std::int64_t p40 = std::int64_t{1} << 40, p62 = std::int64_t{1} << 62;
   // Refused when the dataset is built: was bad_alloc, surfacing as
   // "FunctionError: std::bad_alloc" though no user function ran, or
@@ -106,7 +107,6 @@ TEST_CASE("padded_batch matches tf.data on padded shapes that do not fit (issue 
   CHECK(small[0].error.find("element 2 of the batch") != std::string::npos);
   CHECK(small[0].error.find("dimension 0") != std::string::npos);
   // More padded shapes or values than the element has components.
-  CHECK_THROWS_AS(range(4).padded_batch(2, {.padded_shapes = {Shape{}, Shape{}}}),
-                  InvalidArgument);
+  CHECK_THROWS_AS(range(4).padded_batch(2, {.padded_shapes = {Shape{}, Shape{}}}), InvalidArgument);
   CHECK_THROWS_AS(range(4).padded_batch(2, {.padding_values = {1, 2}}), InvalidArgument);
 }

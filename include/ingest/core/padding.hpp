@@ -167,9 +167,9 @@ Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, st
         while (i + 1 < n && get(i).shape[k] <= want[k]) ++i;
         throw DataLossError("padded_batch: " + component_name(component) + ": element " +
                             std::to_string(i) + " of the batch has size " +
-                            std::to_string(get(i).shape[k]) + " in dimension " +
-                            std::to_string(k) + ", larger than the padded shape " +
-                            want.to_string() + " (padding cannot shrink an element)");
+                            std::to_string(get(i).shape[k]) + " in dimension " + std::to_string(k) +
+                            ", larger than the padded shape " + want.to_string() +
+                            " (padding cannot shrink an element)");
       }
       target[k] = want[k];
     }

@@ -142,11 +142,11 @@ inline SpecEntry make_spec_entry(std::string name, const FeatureSpec& spec) {
     }
     e.shape = shape;
     // Bounded as the tensor it becomes (its default is expanded to it now).
-    const std::size_t value_bytes = e.dtype == FeatureType::bytes  ? sizeof(std::string)
+    const std::size_t value_bytes = e.dtype == FeatureType::bytes   ? sizeof(std::string)
                                     : e.dtype == FeatureType::int64 ? sizeof(std::int64_t)
                                                                     : sizeof(float);
-    e.count = detail::checked_byte_size(shape, value_bytes, "feature '" + e.name + "'") /
-              value_bytes;
+    e.count =
+        detail::checked_byte_size(shape, value_bytes, "feature '" + e.name + "'") / value_bytes;
   };
   if (const auto* fixed = std::get_if<FixedLenFeature>(&spec)) {
     e.dtype = fixed->dtype;
