@@ -154,3 +154,16 @@ TEST_CASE("unbatch_traits split batches back", "[core][batch_traits]") {
   std::tuple<Tensor, std::vector<int>> uneven{Tensor::from_values<int>({5, 6}), {1}};
   CHECK_THROWS_AS(unbatch_traits<decltype(uneven)>::size(uneven), InvalidArgument);
 }
+
+TEST_CASE("builders refuse a batch too large to allocate (issue 10 item 4)", "[core][batch]") {
+  const BatchSpec huge{std::size_t{1} << 40, &default_allocator()};
+  // Scalars: the buffer is sized by the batch size; was std::bad_alloc.
+  CHECK_THROWS_WITH(batch_traits<std::int64_t>::builder(huge),
+                    Catch::Contains("batch_size 1099511627776 x 8-byte"));
+  // Tensors: checked when the first element shows its size.
+  batch_traits<Tensor>::builder b(huge);
+  CHECK_THROWS_AS(b.set(0, Tensor::zeros(DType::float32, Shape{2})), InvalidArgument);
+  batch_traits<Tensor>::builder empty(huge);
+  empty.set(0, Tensor(DType::float32, Shape{0}));  // zero bytes fit any batch size
+  CHECK(std::move(empty).finish(1).shape() == Shape{1, 0});
+}

@@ -173,3 +173,30 @@ TEST_CASE("from_dlpack imports without a copy and calls the deleter once", "[cor
   CHECK_THROWS_AS(from_dlpack(nullptr), InvalidArgument);
   CHECK(producer.deleted == 1);
 }
+
+TEST_CASE("from_dlpack refuses shapes that overflow or exceed max_tensor_bytes (issue 10 item 1)",
+          "[core][dlpack]") {
+  std::int64_t data[1] = {0};
+  std::int64_t shape[2] = {std::int64_t{1} << 62, std::int64_t{1} << 62};
+  std::int64_t strides[2] = {std::int64_t{1} << 62, 1};
+  int deleted = 0;
+  DLManagedTensor managed{};
+  managed.dl_tensor.data = data;
+  managed.dl_tensor.device = {kDLCPU, 0};
+  managed.dl_tensor.ndim = 2;
+  managed.dl_tensor.dtype = {kDLInt, 64, 1};
+  managed.dl_tensor.shape = shape;
+  managed.dl_tensor.strides = strides;
+  managed.manager_ctx = &deleted;
+  managed.deleter = [](DLManagedTensor* self) { ++*static_cast<int*>(self->manager_ctx); };
+  // Was: a signed overflow in the stride check, then a tensor of 2^124 elements.
+  CHECK_THROWS_WITH(from_dlpack(&managed),
+                    Catch::Contains("from_dlpack") && Catch::Contains("4611686018427387904"));
+  shape[0] = -1;
+  shape[1] = 1;
+  CHECK_THROWS_AS(from_dlpack(&managed), InvalidArgument);
+  shape[0] = std::int64_t{1} << 38;  // 2 TiB of int64
+  strides[0] = 1;
+  CHECK_THROWS_AS(from_dlpack(&managed), InvalidArgument);
+  CHECK(deleted == 0);  // refused inputs stay the caller's
+}

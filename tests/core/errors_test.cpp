@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <new>
 #include <stdexcept>
 
 #include <ingest/core/errors.hpp>
@@ -61,6 +62,45 @@ TEST_CASE("rethrow_with_context keeps ingest errors' type and wraps others", "[c
 
   auto e3 = rethrown([] { throw 42; });
   CHECK_THROWS_AS(std::rethrow_exception(e3), FunctionError);
+}
+
+TEST_CASE("std::bad_alloc and internal failures keep their type (issue 10 item 4)",
+          "[core][errors]") {
+  auto rethrown = [](auto thrower, detail::Raiser raiser) {
+    try {
+      try {
+        thrower();
+      } catch (...) {
+        detail::rethrow_with_context({.stage = "padded_batch"}, raiser);
+      }
+    } catch (...) {
+      return std::current_exception();
+    }
+    return std::exception_ptr();
+  };
+  using detail::Raiser;
+  // Out of memory is never reported as a user function's FunctionError.
+  CHECK_THROWS_AS(
+      std::rethrow_exception(rethrown([] { throw std::bad_alloc(); }, Raiser::user_function)),
+      std::bad_alloc);
+  CHECK_THROWS_AS(
+      std::rethrow_exception(rethrown([] { throw std::bad_alloc(); }, Raiser::internal)),
+      std::bad_alloc);
+  // Internal code: foreign exceptions pass unchanged, ingest errors gain context.
+  CHECK_THROWS_AS(
+      std::rethrow_exception(rethrown([] { throw std::length_error("x"); }, Raiser::internal)),
+      std::length_error);
+  CHECK_THROWS_WITH(
+      std::rethrow_exception(rethrown([] { throw InvalidArgument("x"); }, Raiser::internal)),
+      "InvalidArgument: x [stage 'padded_batch']");
+  const std::exception_ptr captured = [] {
+    try {
+      throw std::bad_alloc();
+    } catch (...) {
+      return detail::capture_with_context({.stage = "map"});
+    }
+  }();
+  CHECK_THROWS_AS(std::rethrow_exception(captured), std::bad_alloc);
 }
 
 TEST_CASE("invoke_user passes results through and adds context to errors", "[core][errors]") {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <tuple>
 #include <vector>
 
@@ -37,7 +39,7 @@ TEST_CASE("padded shapes and padding values", "[core][padding]") {
 TEST_CASE("padding errors name the component", "[core][padding]") {
   std::vector<Tensor> elems{Tensor::from_values<int>({1, 2, 3})};
   CHECK_THROWS_WITH(build(elems, {.padded_shapes = {Shape{2}}}),
-                    Catch::Contains("component 0") && Catch::Contains("does not fit"));
+                    Catch::Contains("component 0") && Catch::Contains("larger than"));
   CHECK_THROWS_WITH(build(elems, {.padded_shapes = {Shape{2, 2}}}), Catch::Contains("rank"));
   std::vector<Tensor> mixed{Tensor::from_values<int>({1}), Tensor::from_values<float>({1})};
   CHECK_THROWS_WITH(build(mixed), Catch::Contains("equal dtype and rank"));
@@ -68,4 +70,63 @@ TEST_CASE("scalar tensors and zero-length elements", "[core][padding]") {
   CHECK(build(scalars) == Tensor::from_values<float>({1, 2}));
   std::vector<Tensor> empties{Tensor(DType::int32, Shape{0}), Tensor(DType::int32, Shape{0})};
   CHECK(build(empties).shape() == Shape{2, 0});
+}
+
+TEST_CASE("a padded shape smaller than an element is data loss, as in tf.data (issue 10 item 11)",
+          "[core][padding]") {
+  std::vector<Tensor> elems{Tensor::zeros(DType::int32, Shape{2, 1}),
+                            Tensor::zeros(DType::int32, Shape{1, 3})};
+  CHECK_THROWS_AS(build(elems, {.padded_shapes = {Shape{2, 2}}}), DataLossError);
+  // Names the element (its position in the batch) and the dimension.
+  CHECK_THROWS_WITH(build(elems, {.padded_shapes = {Shape{2, 2}}}),
+                    Catch::Contains("element 1 of the batch") &&
+                        Catch::Contains("size 3 in dimension 1") && Catch::Contains("[2, 2]"));
+}
+
+TEST_CASE("scalars refuse a padded shape of another rank, as in tf.data (issue 10 item 11)",
+          "[core][padding]") {
+  std::vector<std::int64_t> scalars{1, 2};
+  // Was: silently ignored.
+  CHECK_THROWS_WITH(build(scalars, {.padded_shapes = {Shape{1}}}), Catch::Contains("component 0") &&
+                                                                       Catch::Contains("rank 1") &&
+                                                                       Catch::Contains("scalars"));
+  CHECK(build(scalars, {.padded_shapes = {Shape{}}}) == Tensor::from_values<std::int64_t>({1, 2}));
+}
+
+TEST_CASE("padded shapes too large to allocate are refused before allocating (issue 10 item 1)",
+          "[core][padding]") {
+  std::vector<Tensor> elems{Tensor::zeros(DType::float32, Shape{1}),
+                            Tensor::zeros(DType::float32, Shape{2})};
+  // Was: out-of-bounds writes in copy_padded (munmap_chunk(): invalid pointer).
+  CHECK_THROWS_WITH(build(elems, {.padded_shapes = {Shape{std::int64_t{1} << 62}}}),
+                    Catch::Contains("padded batch") && Catch::Contains("4611686018427387904"));
+  // Was: a signed overflow in Shape::num_elements.
+  std::vector<Tensor> grid{Tensor::zeros(DType::uint8, Shape{1, 1})};
+  CHECK_THROWS_AS(
+      build(grid, {.padded_shapes = {Shape{std::int64_t{1} << 32, std::int64_t{1} << 32}}}),
+      InvalidArgument);
+  // Was: std::bad_alloc.
+  CHECK_THROWS_AS(build(elems, {.padded_shapes = {Shape{std::int64_t{1} << 40}}}), InvalidArgument);
+}
+
+TEST_CASE("padding values must be representable in the dtype (issue 10 siblings)",
+          "[core][padding]") {
+  std::vector<Tensor> bytes{Tensor::zeros(DType::uint8, Shape{1}),
+                            Tensor::zeros(DType::uint8, Shape{2})};
+  // Was: undefined behaviour (a double out of the integer's range converted).
+  CHECK_THROWS_WITH(build(bytes, {.padding_values = {300}}),
+                    Catch::Contains("padding value") && Catch::Contains("uint8"));
+  CHECK_THROWS_AS(build(bytes, {.padding_values = {-1}}), InvalidArgument);
+  CHECK_THROWS_AS(build(bytes, {.padding_values = {std::nan("")}}), InvalidArgument);
+  CHECK_THROWS_AS(build(bytes, {.padding_values = {1.5}}), InvalidArgument);
+  CHECK(build(bytes, {.padding_values = {255}}) ==
+        Tensor::from_values<std::uint8_t>({0, 255, 0, 0}, Shape{2, 2}));
+  std::vector<Tensor> longs{Tensor::zeros(DType::int64, Shape{1}),
+                            Tensor::zeros(DType::int64, Shape{2})};
+  CHECK_THROWS_AS(build(longs, {.padding_values = {9.3e18}}), InvalidArgument);
+  CHECK(build(longs, {.padding_values = {-9.223372036854775808e18}}).shape() == Shape{2, 2});
+  std::vector<Tensor> floats{Tensor::zeros(DType::float32, Shape{1}),
+                             Tensor::zeros(DType::float32, Shape{2})};
+  CHECK_THROWS_AS(build(floats, {.padding_values = {1e300}}), InvalidArgument);
+  CHECK(build(floats, {.padding_values = {-INFINITY}}).shape() == Shape{2, 2});
 }

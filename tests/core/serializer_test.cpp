@@ -86,6 +86,15 @@ TEST_CASE("truncated or lying input raises DataLossError without huge allocation
   huge.put<std::int64_t>(std::int64_t{1} << 40);
   ByteReader r3(huge.bytes());
   CHECK_THROWS_AS(serializer<Tensor>::read(r3), DataLossError);
+  // Zero elements, but dims no tensor can have (issue 10 siblings): corrupt, not InvalidArgument.
+  ByteWriter hollow;
+  hollow.put<std::uint8_t>(static_cast<std::uint8_t>(DType::float32));
+  hollow.put<std::uint8_t>(3);
+  hollow.put<std::int64_t>(0);
+  hollow.put<std::int64_t>(std::int64_t{1} << 62);
+  hollow.put<std::int64_t>(std::int64_t{1} << 62);
+  ByteReader r5(hollow.bytes());
+  CHECK_THROWS_AS(serializer<Tensor>::read(r5), DataLossError);
   ByteWriter bad_dtype;
   bad_dtype.put<std::uint8_t>(200);
   ByteReader r4(bad_dtype.bytes());

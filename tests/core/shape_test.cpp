@@ -34,3 +34,29 @@ TEST_CASE("unknown dims and invalid shapes", "[core][shape]") {
   Shape full{1, 1, 1, 1, 1, 1, 1, 1};
   CHECK_THROWS_AS(full.prepend(2), InvalidArgument);
 }
+
+TEST_CASE("element counts and byte sizes are checked, never overflow (issue 10 item 1)",
+          "[core][shape]") {
+  constexpr std::int64_t p32 = std::int64_t{1} << 32, p62 = std::int64_t{1} << 62;
+  // num_elements saturates instead of overflowing a signed product.
+  CHECK(Shape{p32, p32}.num_elements() == INT64_MAX);
+  CHECK(Shape{p62, p62, 4}.num_elements() == INT64_MAX);
+  CHECK(Shape{-1, p62}.num_elements() == 0);
+  CHECK(detail::checked_num_elements(Shape{2, 3}) == 6);
+  CHECK(detail::checked_num_elements(Shape{}) == 1);
+  CHECK(detail::checked_num_elements(Shape{0, 7}) == 0);
+  CHECK(detail::checked_byte_size(Shape{2, 3}, 4) == 24);
+  CHECK(detail::checked_byte_size(Shape{std::int64_t{1} << 38}, 4) == max_tensor_bytes);
+  CHECK_THROWS_WITH(detail::checked_num_elements(Shape{p32, p32}, "padded_batch"),
+                    Catch::Contains("padded_batch") && Catch::Contains("[4294967296, 4294967296]"));
+  CHECK_THROWS_AS(detail::checked_num_elements(Shape{p62, p62, 0}), InvalidArgument);
+  CHECK_THROWS_AS(detail::checked_num_elements(Shape{-1, 2}), InvalidArgument);
+  CHECK_THROWS_WITH(detail::checked_byte_size(Shape{p62}, 4, "Tensor"),
+                    Catch::Contains("Tensor") && Catch::Contains("[4611686018427387904]"));
+  CHECK_THROWS_AS(detail::checked_byte_size(Shape{(std::int64_t{1} << 38) + 1}, 4),
+                  InvalidArgument);
+  CHECK(detail::checked_bytes(3, 8, "batch") == 24);
+  CHECK_THROWS_WITH(detail::checked_bytes(std::uint64_t{1} << 40, 8, "batch"),
+                    Catch::Contains("batch") && Catch::Contains("1 TiB"));
+  CHECK_THROWS_AS(detail::checked_bytes(UINT64_MAX, UINT64_MAX, "x"), InvalidArgument);
+}

@@ -141,3 +141,18 @@ TEST_CASE("device memory keeps its header apart and refuses host access", "[core
   CHECK_THROWS_AS(t.clone(), InvalidArgument);
   CHECK(t.to_string() == "float32[4](device)");
 }
+
+TEST_CASE("impossible shapes are refused before allocating (issue 10 item 1)", "[core][tensor]") {
+  constexpr std::int64_t p62 = std::int64_t{1} << 62, p32 = std::int64_t{1} << 32;
+  // Was: 4611686018427387904 elements over 0 bytes of storage.
+  CHECK_THROWS_WITH(Tensor(DType::float32, Shape{p62}), Catch::Contains("[4611686018427387904]"));
+  CHECK_THROWS_AS(Tensor(DType::float32, Shape{p32, p32}), InvalidArgument);
+  CHECK_THROWS_AS(Tensor(DType::float64, Shape{std::int64_t{1} << 38}), InvalidArgument);
+  CHECK_THROWS_AS(Tensor::zeros(DType::uint8, Shape{p62, p62, 0}), InvalidArgument);
+  CHECK(Tensor(DType::float32, Shape{0, 5}).nbytes() == 0);
+  int dummy = 0;
+  CHECK_THROWS_AS(Tensor::from_external(&dummy, DType::int32, Shape{p62}, [] {}), InvalidArgument);
+  const Tensor t = Tensor::zeros(DType::int32, Shape{4});
+  CHECK_THROWS_AS(t.reshape(Shape{p32, p32}), InvalidArgument);
+  CHECK_THROWS_AS(t.reshape(Shape{p32 * 4, p32 * 4, 0}), InvalidArgument);
+}

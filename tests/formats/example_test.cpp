@@ -462,3 +462,36 @@ TEST_CASE("SequenceExample: fixed-length steps, missing lists", "[formats][examp
     CHECK(e.message() == "feature 'pos', step 0: expected 3 values (shape [3]), found 2");
   }
 }
+
+TEST_CASE("decode_raw refuses impossible shapes before allocating (issue 10 item 1)",
+          "[formats][example]") {
+  constexpr std::int64_t p62 = std::int64_t{1} << 62;
+  // Was: a float32[4611686018427387904] tensor over no storage.
+  CHECK_THROWS_WITH(decode_raw("", DType::float32, Shape{p62}),
+                    Catch::Contains("decode_raw") && Catch::Contains("4611686018427387904"));
+  CHECK_THROWS_AS(decode_raw("", DType::uint8, Shape{std::int64_t{1} << 32, std::int64_t{1} << 32}),
+                  InvalidArgument);
+  CHECK_THROWS_AS(decode_raw("abcd", DType::uint8, Shape{-1}), InvalidArgument);
+  // Within the limit but not what the bytes hold: refused without allocating a TiB.
+  CHECK_THROWS_WITH(decode_raw("abcd", DType::uint8, Shape{std::int64_t{1} << 39}),
+                    Catch::Contains("4 bytes do not fill"));
+  CHECK(decode_raw("", DType::float32, Shape{0, 3}).nbytes() == 0);
+}
+
+TEST_CASE("an Example spec refuses fixed shapes too large to hold (issue 10 item 1)",
+          "[formats][example]") {
+  constexpr std::int64_t p32 = std::int64_t{1} << 32;
+  auto spec_with = [](Shape shape) {
+    return ExampleSpec{{"m", FixedLenFeature{.dtype = FeatureType::int64,
+                                             .shape = shape,
+                                             .default_value = std::vector<std::int64_t>{0}}}};
+  };
+  // Was: a signed overflow, or a default expanded to 2^40 values (std::bad_alloc).
+  CHECK_THROWS_WITH(spec_with(Shape{p32, p32}),
+                    Catch::Contains("feature 'm'") && Catch::Contains("[4294967296, 4294967296]"));
+  CHECK_THROWS_AS(spec_with(Shape{std::int64_t{1} << 40}), InvalidArgument);
+  CHECK_THROWS_AS((ExampleSpec{{"s", FixedLenSequenceFeature{.dtype = FeatureType::float32,
+                                                             .shape = Shape{p32, p32}}}}),
+                  InvalidArgument);
+  CHECK(spec_with(Shape{2, 3}).size() == 1);
+}

@@ -117,3 +117,30 @@ TEST_CASE("a batch size far above the input's length allocates by what arrives",
   CHECK(collect(range(10).batch(std::int64_t{1} << 40, {.drop_remainder = true})).empty());
   CHECK(range(10).batch(100).cardinality() == 1);
 }
+
+TEST_CASE(
+    "an impossible batch_size is InvalidArgument from batch, not std::bad_alloc (issue 10 "
+    "item 4)",
+    "[stages][batch]") {
+  constexpr std::int64_t huge = std::int64_t{1} << 40;
+  auto is_refusal = [](const std::string& error) {
+    return error.find("InvalidArgument: batch_size 1099511627776 x ") == 0 &&
+           error.find("stage 'batch'") != std::string::npos;
+  };
+  // Infinite input, bulk path (the buffer is sized by the batch size): was std::bad_alloc.
+  auto scalars = collect_outcomes(range(10).repeat().batch(huge), 1);
+  REQUIRE(scalars.size() == 1);
+  CHECK(is_refusal(scalars[0].error));
+  // Gathered path: refused at the first element, which shows the element size.
+  auto tensors = collect_outcomes(
+      range(10)
+          .repeat()
+          .map([](std::int64_t) { return Tensor::zeros(DType::float32, Shape{4}); })
+          .batch(huge),
+      1);
+  REQUIRE(tensors.size() == 1);
+  CHECK(is_refusal(tensors[0].error));
+  // Sizes that fit are unaffected, and a known short input still allocates by what arrives.
+  CHECK(collect(range(10).repeat().take(6).batch(huge / 8)).at(0).shape() == Shape{6});
+  CHECK_THROWS_AS(range(3).batch(0), InvalidArgument);
+}

@@ -151,3 +151,17 @@ TEST_CASE("map-and-batch and parallel map allocate by what arrives, not by their
     CHECK(values_of(fused[0]) == iota(0, 10));
   }
 }
+
+TEST_CASE("an impossible batch_size is InvalidArgument from the fused stage (issue 10 item 4)",
+          "[stages][map_and_batch]") {
+  constexpr std::int64_t huge = std::int64_t{1} << 40;
+  for (std::int64_t p : {std::int64_t{1}, std::int64_t{2}}) {
+    // Was: std::bad_alloc from a batch buffer sized by the batch size.
+    auto out = collect_outcomes(
+        range(10).repeat().map([](std::int64_t x) { return x; }, {.parallelism = p}).batch(huge),
+        1);
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].error.find("InvalidArgument: batch_size 1099511627776 x 8-byte") == 0);
+    CHECK(out[0].error.find("stage 'batch'") != std::string::npos);
+  }
+}

@@ -50,7 +50,7 @@ TEST_CASE("padded_batch errors", "[stages][padded_batch]") {
   auto too_long = collect_outcomes(ragged(4).padded_batch(2, {.padded_shapes = {Shape{3}}}));
   REQUIRE(too_long.size() == 2);
   CHECK(too_long[0].value);
-  CHECK(too_long[1].error.find("does not fit") != std::string::npos);
+  CHECK(too_long[1].error.find("DataLossError") != std::string::npos);
   CHECK(too_long[1].error.find("padded_batch") != std::string::npos);
   CHECK(collect(ragged(0).padded_batch(2)).empty());
   // An element error fails the batch, the next batch starts in place.
@@ -69,4 +69,44 @@ TEST_CASE("padded_batch of a batch size far above the input's length", "[stages]
   auto out = collect(t.padded_batch(std::int64_t{1} << 40));
   REQUIRE(out.size() == 1);
   CHECK(out[0].shape() == Shape{3, 3});
+}
+
+TEST_CASE(
+    "padded_batch: impossible sizes are InvalidArgument naming the argument (issue 10 "
+    "items 1, 4)",
+    "[stages][padded_batch]") {
+  constexpr std::int64_t p40 = std::int64_t{1} << 40, p62 = std::int64_t{1} << 62;
+  // Refused when the dataset is built: was bad_alloc, surfacing as
+  // "FunctionError: std::bad_alloc" though no user function ran, or
+  // out-of-bounds writes for 2^62.
+  CHECK_THROWS_WITH(ragged(3).padded_batch(2, {.padded_shapes = {Shape{p40}}}),
+                    Catch::Contains("padded_shapes[0]") && Catch::Contains("batch_size 2"));
+  CHECK_THROWS_AS(ragged(3).padded_batch(2, {.padded_shapes = {Shape{p62}}}), InvalidArgument);
+  CHECK_THROWS_AS(ragged(3).padded_batch(
+                      1, {.padded_shapes = {Shape{std::int64_t{1} << 32, std::int64_t{1} << 32}}}),
+                  InvalidArgument);
+  // Within one byte per value but not at the dtype's size: refused at the first batch.
+  auto wide = collect_outcomes(ragged(3).padded_batch(1, {.padded_shapes = {Shape{p40 / 2}}}));
+  REQUIRE(wide.size() == 3);
+  CHECK(wide[0].error.find("InvalidArgument") == 0);
+  CHECK(wide[0].error.find("stage 'padded_batch'") != std::string::npos);
+}
+
+TEST_CASE("padded_batch matches tf.data on padded shapes that do not fit (issue 10 item 11)",
+          "[stages][padded_batch]") {
+  // Scalars: a padded shape of rank 1 is an error (was silently ignored).
+  auto scalars = collect_outcomes(range(4).padded_batch(2, {.padded_shapes = {Shape{1}}}));
+  REQUIRE_FALSE(scalars.empty());
+  CHECK(scalars[0].error.find("InvalidArgument") == 0);
+  CHECK(scalars[0].error.find("rank") != std::string::npos);
+  CHECK(collect(range(4).padded_batch(2, {.padded_shapes = {Shape{}}})).size() == 2);
+  // Smaller than an element: DataLossError naming the element and dimension.
+  auto small = collect_outcomes(ragged(4).padded_batch(4, {.padded_shapes = {Shape{2}}}));
+  REQUIRE(small.size() == 1);
+  CHECK(small[0].error.find("DataLossError") == 0);
+  CHECK(small[0].error.find("element 2 of the batch") != std::string::npos);
+  CHECK(small[0].error.find("dimension 0") != std::string::npos);
+  // More padded shapes or values than the element has components.
+  CHECK_THROWS_AS(range(4).padded_batch(2, {.padded_shapes = {Shape{}, Shape{}}}), InvalidArgument);
+  CHECK_THROWS_AS(range(4).padded_batch(2, {.padding_values = {1, 2}}), InvalidArgument);
 }

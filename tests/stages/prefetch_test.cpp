@@ -183,21 +183,23 @@ TEST_CASE("destroying a prefetch stops a map-and-batch before it",
   CHECK(calls_after_destruction(pooled, calls) <= 6);
 
   // A function cheap at first (the stage runs it inline, fused with the
-  // source's fill loop), then slow: the fused path stops between pieces.
+  // source's fill loop), then slow: the fused path stops between pieces. The
+  // pacer measures one piece in 8 while pieces are large, so it needs up to 8
+  // batches to shrink its pieces after the jump in cost: read 12 slow ones.
   std::atomic<int> fused_calls{0};
   auto fused = range(1'000'000)
                    .map(
                        [&](std::int64_t x) {
                          fused_calls.fetch_add(1, std::memory_order_relaxed);
-                         if (x >= 40'000) std::this_thread::sleep_for(50us);
+                         if (x >= 10'000) std::this_thread::sleep_for(50us);
                          return x;
                        },
                        {.parallelism = 2})
-                   .batch(2000)
+                   .batch(500)
                    .prefetch(1)
                    .with_options({.threads = 2});
   auto it = fused.iterator();
-  for (int i = 0; i < 21; ++i) REQUIRE(it.next().has_value());  // into the slow part
+  for (int i = 0; i < 32; ++i) REQUIRE(it.next().has_value());  // 12 batches into the slow part
   int before = 0;
   {
     auto doomed = std::move(it);

@@ -30,6 +30,20 @@ struct BatchSpec {
   Allocator* allocator;  ///< where batch buffers come from (host-accessible)
 };
 
+namespace detail {
+/// A full batch of `capacity` elements of `element_bytes` each must fit
+/// max_tensor_bytes: an impossible batch_size is InvalidArgument (the stage
+/// adds its name), raised when the first element shows its size, before
+/// anything is allocated by the batch size.
+inline void check_batch_bytes(std::size_t capacity, std::size_t element_bytes) {
+  std::uint64_t bytes = 0;
+  if (!bounded_mul(capacity, element_bytes, bytes)) {
+    throw InvalidArgument("batch_size " + std::to_string(capacity) + " x " +
+                          std::to_string(element_bytes) + "-byte elements exceeds " + tib_limit());
+  }
+}
+}  // namespace detail
+
 /// How elements of type T stack into a batch. The primary template collects
 /// them into a std::vector<T>. A specialisation provides:
 ///
@@ -69,7 +83,8 @@ struct batch_traits<T> {
   class builder {
    public:
     explicit builder(const BatchSpec& spec)
-        : tensor_(dtype_of_v<T>, Shape{static_cast<std::int64_t>(spec.capacity)}, *spec.allocator),
+        : tensor_((detail::check_batch_bytes(spec.capacity, sizeof(T)), dtype_of_v<T>),
+                  Shape{static_cast<std::int64_t>(spec.capacity)}, *spec.allocator),
           data_(tensor_.data<T>()),
           capacity_(spec.capacity) {}
     void set(std::size_t slot, T value) noexcept { data_[slot] = value; }
@@ -132,6 +147,7 @@ struct batch_traits<Tensor> {
       int expected = empty;
       if (state_.compare_exchange_strong(expected, initialising, std::memory_order_acq_rel)) {
         try {
+          detail::check_batch_bytes(spec_.capacity, first.nbytes());
           dtype_ = first.dtype();
           element_shape_ = first.shape();
           batch_ = Tensor(dtype_, element_shape_.prepend(static_cast<std::int64_t>(spec_.capacity)),

@@ -163,6 +163,8 @@ inline Tensor from_dlpack(DLManagedTensor* managed) {
   }
   const auto rank = static_cast<std::size_t>(dl.ndim);
   const Shape shape(std::span<const std::int64_t>(dl.shape, rank));
+  // Bounded before the stride products below can overflow.
+  detail::checked_byte_size(shape, dtype_size(*dtype), "from_dlpack");
   if (dl.strides != nullptr) {
     std::int64_t expected = 1;
     for (std::size_t i = rank; i-- > 0;) {

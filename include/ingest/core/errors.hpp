@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -113,14 +114,24 @@ struct Cancelled : std::exception {
   const char* what() const noexcept override { return "ingest: iterator cancelled"; }
 };
 
+/// Who raised an exception that a stage passes on: a user function (map's f,
+/// a generator...), whose foreign exceptions become FunctionError, or ingest's
+/// own code (stacking, padding, allocating), whose exceptions keep their type.
+enum class Raiser : std::uint8_t { user_function, internal };
+
 /// Call from inside a catch block: the active exception with `context`
 /// added, as rethrow_with_context would throw it, captured for later.
-inline std::exception_ptr capture_with_context(const ErrorContext& context);
+inline std::exception_ptr capture_with_context(const ErrorContext& context,
+                                               Raiser raiser = Raiser::user_function);
 
 /// Call from inside a catch block: rethrows the active exception with
-/// `context` added. ingest::Errors keep their dynamic type; anything else is
-/// wrapped in FunctionError with the original nested (std::rethrow_if_nested).
-[[noreturn]] inline void rethrow_with_context(const ErrorContext& context) {
+/// `context` added. ingest::Errors keep their dynamic type. std::bad_alloc
+/// always keeps its type (running out of memory is not a user function's
+/// failure). Anything else from a user function is wrapped in FunctionError
+/// with the original nested (std::rethrow_if_nested); from internal code it
+/// keeps its type.
+[[noreturn]] inline void rethrow_with_context(const ErrorContext& context,
+                                              Raiser raiser = Raiser::user_function) {
   try {
     throw;
   } catch (Error& e) {
@@ -128,16 +139,20 @@ inline std::exception_ptr capture_with_context(const ErrorContext& context);
     throw;
   } catch (const Cancelled&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    throw;
   } catch (const std::exception& e) {
+    if (raiser == Raiser::internal) throw;
     std::throw_with_nested(FunctionError(e.what(), context));
   } catch (...) {
+    if (raiser == Raiser::internal) throw;
     std::throw_with_nested(FunctionError("non-standard exception", context));
   }
 }
 
-inline std::exception_ptr capture_with_context(const ErrorContext& context) {
+inline std::exception_ptr capture_with_context(const ErrorContext& context, Raiser raiser) {
   try {
-    rethrow_with_context(context);
+    rethrow_with_context(context, raiser);
   } catch (...) {
     return std::current_exception();
   }
@@ -145,11 +160,12 @@ inline std::exception_ptr capture_with_context(const ErrorContext& context) {
 
 /// The same for an exception captured earlier (e.g. by a bulk fill_map).
 inline std::exception_ptr capture_with_context(std::exception_ptr error,
-                                               const ErrorContext& context) {
+                                               const ErrorContext& context,
+                                               Raiser raiser = Raiser::user_function) {
   try {
     std::rethrow_exception(std::move(error));
   } catch (...) {
-    return capture_with_context(context);
+    return capture_with_context(context, raiser);
   }
 }
 

@@ -7,12 +7,15 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,32 +38,55 @@ namespace detail {
 
 inline std::string component_name(std::size_t c) { return "component " + std::to_string(c); }
 
+// Whether `value` converts to T without undefined behaviour or loss: integers
+// take finite integral values in their range, floats any value in range (or
+// an infinity or NaN), bool anything.
 template <class T>
-void fill_value(void* dst, std::size_t count, double value) {
+bool representable(double value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return true;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return !std::isfinite(value) || std::fabs(value) <= std::numeric_limits<T>::max();
+  } else {
+    // Both bounds as doubles: min is a power of two (exact); max + 1 is too.
+    constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+    constexpr double hi_excl = 2.0 * static_cast<double>(std::numeric_limits<T>::max() / 2 + 1);
+    return std::isfinite(value) && std::trunc(value) == value && value >= lo && value < hi_excl;
+  }
+}
+
+template <class T>
+void fill_value(void* dst, std::size_t count, double value, std::size_t component) {
+  if (!representable<T>(value)) {
+    throw InvalidArgument("padded_batch: " + component_name(component) + ": padding value " +
+                          std::to_string(value) + " is not representable as " +
+                          std::string(dtype_name(dtype_of_v<T>)));
+  }
   T v = static_cast<T>(value);
   T* p = static_cast<T*>(dst);
   std::fill(p, p + count, v);
 }
 
-inline void fill_padding(Tensor& t, double value) {
+inline void fill_padding(Tensor& t, double value, std::size_t component) {
   void* p = t.raw_data();
   const auto n = static_cast<std::size_t>(t.num_elements());
   switch (t.dtype()) {
-    case DType::boolean: fill_value<bool>(p, n, value); break;
-    case DType::uint8: fill_value<std::uint8_t>(p, n, value); break;
-    case DType::int8: fill_value<std::int8_t>(p, n, value); break;
-    case DType::uint16: fill_value<std::uint16_t>(p, n, value); break;
-    case DType::int16: fill_value<std::int16_t>(p, n, value); break;
-    case DType::uint32: fill_value<std::uint32_t>(p, n, value); break;
-    case DType::int32: fill_value<std::int32_t>(p, n, value); break;
-    case DType::uint64: fill_value<std::uint64_t>(p, n, value); break;
-    case DType::int64: fill_value<std::int64_t>(p, n, value); break;
-    case DType::float32: fill_value<float>(p, n, value); break;
-    case DType::float64: fill_value<double>(p, n, value); break;
+    case DType::boolean: fill_value<bool>(p, n, value, component); break;
+    case DType::uint8: fill_value<std::uint8_t>(p, n, value, component); break;
+    case DType::int8: fill_value<std::int8_t>(p, n, value, component); break;
+    case DType::uint16: fill_value<std::uint16_t>(p, n, value, component); break;
+    case DType::int16: fill_value<std::int16_t>(p, n, value, component); break;
+    case DType::uint32: fill_value<std::uint32_t>(p, n, value, component); break;
+    case DType::int32: fill_value<std::int32_t>(p, n, value, component); break;
+    case DType::uint64: fill_value<std::uint64_t>(p, n, value, component); break;
+    case DType::int64: fill_value<std::int64_t>(p, n, value, component); break;
+    case DType::float32: fill_value<float>(p, n, value, component); break;
+    case DType::float64: fill_value<double>(p, n, value, component); break;
     case DType::float16:
     case DType::bfloat16:
       if (value != 0.0) {
-        throw InvalidArgument("padded_batch: only 0 can pad float16/bfloat16 components");
+        throw InvalidArgument("padded_batch: " + component_name(component) +
+                              ": only 0 can pad float16/bfloat16 components");
       }
       std::memset(p, 0, t.nbytes());
       break;
@@ -136,19 +162,27 @@ Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, st
     for (std::size_t k = 0; k < rank; ++k) {
       if (want[k] < 0) continue;
       if (want[k] < target[k]) {
-        throw InvalidArgument("padded_batch: " + component_name(component) + ": an element of " +
-                              "size " + std::to_string(target[k]) + " in dimension " +
-                              std::to_string(k) + " does not fit the padded shape " +
-                              want.to_string());
+        // tf.data: DataLoss, "attempted to pad to a smaller size than the input element".
+        std::size_t i = 0;
+        while (i + 1 < n && get(i).shape[k] <= want[k]) ++i;
+        throw DataLossError("padded_batch: " + component_name(component) + ": element " +
+                            std::to_string(i) + " of the batch has size " +
+                            std::to_string(get(i).shape[k]) + " in dimension " + std::to_string(k) +
+                            ", larger than the padded shape " + want.to_string() +
+                            " (padding cannot shrink an element)");
       }
       target[k] = want[k];
     }
   }
   const double pad =
       component < options.padding_values.size() ? options.padding_values[component] : 0.0;
-  Tensor batch(first.dtype, target.prepend(static_cast<std::int64_t>(n)), allocator);
-  fill_padding(batch, pad);
   const std::size_t elem = dtype_size(first.dtype);
+  // Checked before allocating: a padded shape can ask for any size.
+  const Shape batch_shape = target.prepend(static_cast<std::int64_t>(n));
+  detail::checked_byte_size(batch_shape, elem,
+                            "padded_batch: " + component_name(component) + ": padded batch");
+  Tensor batch(first.dtype, batch_shape, allocator);
+  fill_padding(batch, pad, component);
   const std::size_t slot_bytes = static_cast<std::size_t>(target.num_elements()) * elem;
   auto* base = static_cast<std::byte*>(batch.raw_data());
   for (std::size_t i = 0; i < n; ++i) {
@@ -158,6 +192,48 @@ Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, st
                 elem);
   }
   return batch;
+}
+
+// As tf.data: a padded shape must have the element's rank, here 0.
+// (Out of line: inlined into the traits, GCC 12 warns of a bogus array bound.)
+[[gnu::noinline]] inline void check_scalar_padded_shape(const PaddedBatchOptions& options,
+                                                        std::size_t component) {
+  if (component >= options.padded_shapes.size()) return;
+  const Shape& want = options.padded_shapes[component];
+  if (want.rank() != 0) {
+    throw InvalidArgument("padded_batch: " + component_name(component) + ": padded shape " +
+                          want.to_string() + " has rank " + std::to_string(want.rank()) +
+                          " but the elements are scalars (rank 0)");
+  }
+}
+
+/// What padded_batch checks when it is built: no more padded shapes and
+/// padding values than the element has components, and no padded shape that
+/// could not fit max_tensor_bytes even at one byte per value (so an
+/// impossible size fails here, with the argument named, not at allocation).
+inline void check_padded_batch_options(std::int64_t batch_size, const PaddedBatchOptions& options,
+                                       std::size_t components) {
+  const ErrorContext where{.stage = "padded_batch"};
+  if (options.padded_shapes.size() > components || options.padding_values.size() > components) {
+    throw InvalidArgument("padded_batch: " + std::to_string(options.padded_shapes.size()) +
+                              " padded shapes and " +
+                              std::to_string(options.padding_values.size()) +
+                              " padding values given for an element of " +
+                              std::to_string(components) + " component(s)",
+                          where);
+  }
+  for (std::size_t c = 0; c < options.padded_shapes.size(); ++c) {
+    const Shape& want = options.padded_shapes[c];
+    std::uint64_t n = static_cast<std::uint64_t>(batch_size);
+    for (std::int64_t d : want) {
+      if (d > 0 && !bounded_mul(n, static_cast<std::uint64_t>(d), n)) {
+        throw InvalidArgument("padded_batch: padded_shapes[" + std::to_string(c) + "] " +
+                                  want.to_string() + " with batch_size " +
+                                  std::to_string(batch_size) + " exceeds " + tib_limit(),
+                              where);
+      }
+    }
+  }
 }
 
 /// Elements padded through pad_view (Tensors, vectors): one padded Tensor.
@@ -184,8 +260,9 @@ struct padded_batch_traits<T> {
   using batch_type = Tensor;
   static constexpr std::size_t components = 1;
   template <class Get>
-  static Tensor build(std::size_t n, Get get, const PaddedBatchOptions&, std::size_t,
-                      Allocator& allocator) {
+  static Tensor build(std::size_t n, Get get, const PaddedBatchOptions& options,
+                      std::size_t component, Allocator& allocator) {
+    detail::check_scalar_padded_shape(options, component);
     Tensor t(dtype_of_v<T>, Shape{static_cast<std::int64_t>(n)}, allocator);
     T* p = t.data<T>();
     for (std::size_t i = 0; i < n; ++i) p[i] = get(i);

@@ -194,7 +194,14 @@ struct serializer<Tensor> {
     if (elements > r.remaining() / dtype_size(type)) {
       throw DataLossError("serialized tensor claims more bytes than remain");
     }
-    Tensor t(type, Shape(std::span<const std::int64_t>(dims, rank)));
+    const Shape shape(std::span<const std::int64_t>(dims, rank));
+    try {
+      // Zero dims pass the check above whatever the others say: [0, 2^62, 2^62].
+      detail::checked_num_elements(shape, "serialized tensor");
+    } catch (const InvalidArgument& e) {
+      throw DataLossError(e.message());
+    }
+    Tensor t(type, shape);
     if (t.nbytes()) r.read(t.raw_data(), t.nbytes());
     return t;
   }

@@ -2,6 +2,9 @@
 // copying and comparing a shape never allocates. tf.data counterpart:
 // TensorShape. A dimension of -1 means "unknown" where a shape is a pattern
 // (padded_batch's padded shapes); a Tensor's own shape is always concrete.
+// Every product of dimensions and every byte size that ingest allocates by
+// goes through the checked helpers at the bottom (detail::checked_*), bounded
+// by max_tensor_bytes, so no shape can overflow or over-allocate.
 #pragma once
 
 #include <algorithm>
@@ -11,10 +14,17 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ingest/core/errors.hpp"
 
 namespace ingest {
+
+/// The largest tensor (and batch, and element count) ingest creates: 1 TiB.
+/// Bigger sizes are mistakes (a batch size or padded shape off by orders of
+/// magnitude) or corrupt input, and are refused with InvalidArgument before
+/// anything is allocated.
+inline constexpr std::uint64_t max_tensor_bytes = std::uint64_t{1} << 40;
 
 class Shape {
  public:
@@ -32,9 +42,15 @@ class Shape {
   std::span<const std::int64_t> dims() const noexcept { return {dims_.data(), rank_}; }
 
   /// Product of the dimensions (1 for a scalar). Unknown (-1) dims count as 0.
+  /// Saturates at INT64_MAX rather than overflowing (only a pattern can get
+  /// there: a Tensor's shape is bounded by max_tensor_bytes); code that sizes
+  /// memory uses detail::checked_num_elements instead.
   constexpr std::int64_t num_elements() const noexcept {
     std::int64_t n = 1;
-    for (std::size_t i = 0; i < rank_; ++i) n *= dims_[i] < 0 ? 0 : dims_[i];
+    for (std::size_t i = 0; i < rank_; ++i) {
+      if (dims_[i] <= 0) return 0;
+      if (__builtin_mul_overflow(n, dims_[i], &n)) n = INT64_MAX;
+    }
     return n;
   }
   /// True if no dimension is unknown (-1).
@@ -96,4 +112,63 @@ class Shape {
   std::uint8_t rank_ = 0;
 };
 
+namespace detail {
+
+inline std::string tib_limit() { return "the limit of 1 TiB (max_tensor_bytes)"; }
+
+/// a * b if neither overflows nor exceeds `limit`; otherwise false.
+constexpr bool bounded_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out,
+                           std::uint64_t limit = max_tensor_bytes) noexcept {
+  return !__builtin_mul_overflow(a, b, &out) && out <= limit;
+}
+
+/// The number of elements of concrete `shape`, checked: throws InvalidArgument
+/// naming `what` and the shape if a dimension is unknown or negative, or if
+/// the product of the non-zero dimensions exceeds max_tensor_bytes (an element
+/// has at least one byte). Zero dimensions do not excuse huge others: a
+/// [2^62, 2^62, 0] shape is refused, so loops over any one dimension stay bounded.
+inline std::int64_t checked_num_elements(const Shape& shape, std::string_view what = "tensor") {
+  std::uint64_t n = 1;
+  bool zero = false;
+  for (std::int64_t d : shape) {
+    if (d < 0) {
+      throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() +
+                            " has an unknown or negative dimension");
+    }
+    if (d == 0) {
+      zero = true;
+    } else if (!bounded_mul(n, static_cast<std::uint64_t>(d), n)) {
+      throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() +
+                            " has more elements than " + tib_limit() + " allows");
+    }
+  }
+  return zero ? 0 : static_cast<std::int64_t>(n);
+}
+
+/// `count` items of `item_bytes` bytes each, checked against max_tensor_bytes:
+/// throws InvalidArgument "<what>: <count> x <item_bytes> bytes exceeds ...".
+inline std::size_t checked_bytes(std::uint64_t count, std::uint64_t item_bytes,
+                                 std::string_view what) {
+  std::uint64_t n = 0;
+  if (!bounded_mul(count, item_bytes, n)) {
+    throw InvalidArgument(std::string(what) + ": " + std::to_string(count) + " x " +
+                          std::to_string(item_bytes) + " bytes exceeds " + tib_limit());
+  }
+  return static_cast<std::size_t>(n);
+}
+
+/// The byte size of a tensor of concrete `shape` with `element_size`-byte
+/// elements, checked as checked_num_elements, then against max_tensor_bytes.
+inline std::size_t checked_byte_size(const Shape& shape, std::size_t element_size,
+                                     std::string_view what = "tensor") {
+  const auto n = static_cast<std::uint64_t>(checked_num_elements(shape, what));
+  std::uint64_t bytes = 0;
+  if (!bounded_mul(n, element_size, bytes)) {
+    throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() + " of " +
+                          std::to_string(element_size) + "-byte elements exceeds " + tib_limit());
+  }
+  return static_cast<std::size_t>(bytes);
+}
+
+}  // namespace detail
 }  // namespace ingest

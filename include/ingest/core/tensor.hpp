@@ -30,11 +30,13 @@ class Tensor {
   /// An undefined tensor: no storage, float32, shape [0].
   Tensor() noexcept : shape_(zero_shape()), dtype_(DType::float32) {}
 
-  /// A tensor with uninitialised contents.
+  /// A tensor with uninitialised contents. Throws InvalidArgument for a shape
+  /// that is not concrete or larger than max_tensor_bytes.
   Tensor(DType dtype, Shape shape, Allocator& allocator = default_allocator())
       : shape_(shape), dtype_(dtype) {
     check_concrete(shape_);
-    block_ = detail::allocate_block(allocator, nbytes());
+    block_ = detail::allocate_block(allocator,
+                                    detail::checked_byte_size(shape_, element_size(), "Tensor"));
   }
 
   /// A tensor of zeros (host-accessible allocators only).
@@ -77,9 +79,11 @@ class Tensor {
   static Tensor from_external(void* data, DType dtype, Shape shape, std::function<void()> release,
                               MemoryKind kind = MemoryKind::host) {
     check_concrete(shape);
+    const std::size_t bytes =
+        detail::checked_byte_size(shape, dtype_size(dtype), "Tensor::from_external");
     auto* b = new detail::ExternalBlock();
     b->data = static_cast<std::byte*>(data);
-    b->capacity = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
+    b->capacity = bytes;
     b->kind = kind;
     b->release = std::move(release);
     Tensor t;
@@ -208,7 +212,7 @@ class Tensor {
   /// The same storage seen with another shape of the same number of elements.
   Tensor reshape(Shape shape) const {
     check_concrete(shape);
-    if (shape.num_elements() != num_elements()) {
+    if (detail::checked_num_elements(shape, "Tensor::reshape") != num_elements()) {
       throw InvalidArgument("Tensor::reshape: cannot view shape " + shape_.to_string() + " as " +
                             shape.to_string());
     }

@@ -141,7 +141,12 @@ inline SpecEntry make_spec_entry(std::string name, const FeatureSpec& spec) {
                             " must be fully known");
     }
     e.shape = shape;
-    e.count = static_cast<std::size_t>(shape.num_elements());
+    // Bounded as the tensor it becomes (its default is expanded to it now).
+    const std::size_t value_bytes = e.dtype == FeatureType::bytes   ? sizeof(std::string)
+                                    : e.dtype == FeatureType::int64 ? sizeof(std::int64_t)
+                                                                    : sizeof(float);
+    e.count =
+        detail::checked_byte_size(shape, value_bytes, "feature '" + e.name + "'") / value_bytes;
   };
   if (const auto* fixed = std::get_if<FixedLenFeature>(&spec)) {
     e.dtype = fixed->dtype;
@@ -787,12 +792,18 @@ inline ParsedSequenceExample parse_sequence_example(std::string_view record,
 /// little-endian). Throws InvalidArgument if the sizes differ.
 inline Tensor decode_raw(std::string_view bytes, DType dtype, Shape shape,
                          Allocator& allocator = default_allocator()) {
-  Tensor t(dtype, shape, allocator);
-  if (t.nbytes() != bytes.size()) {
+  if (!shape.is_concrete()) {
+    throw InvalidArgument("decode_raw: shape " + shape.to_string() + " must be fully known");
+  }
+  // Sizes are compared before allocating: a shape far larger than the bytes
+  // (or than max_tensor_bytes) never reaches the allocator.
+  const std::size_t want = detail::checked_byte_size(shape, dtype_size(dtype), "decode_raw");
+  if (want != bytes.size()) {
     throw InvalidArgument("decode_raw: " + std::to_string(bytes.size()) + " bytes do not fill " +
                           std::string(dtype_name(dtype)) + shape.to_string() + " (" +
-                          std::to_string(t.nbytes()) + " bytes)");
+                          std::to_string(want) + " bytes)");
   }
+  Tensor t(dtype, shape, allocator);
   if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
   return t;
 }

@@ -87,7 +87,9 @@ inline std::int64_t ticks_to_ns(std::int64_t delta) noexcept {
 /// vectorising); a slow one is checked after every element. It starts at
 /// one element and grows at most eightfold per measurement. Pieces of
 /// cheap elements (256 or more) are measured one in eight: the two clock
-/// reads would cost a batch of trivial elements ~10%.
+/// reads would cost a batch of trivial elements ~10%; so when a function's
+/// cost jumps (cheap, then slow), up to eight pieces run at the old size
+/// before the next measurement shrinks them.
 class CheckPacer {
  public:
   static constexpr double check_interval_ns = 100'000;

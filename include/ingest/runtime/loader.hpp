@@ -365,7 +365,8 @@ class LoadStep {
       return load(std::move(sources), index);
     } catch (...) {
       failed_ = true;
-      rethrow_with_context({.stage = std::string(Backend::stage_name), .element = index});
+      rethrow_with_context({.stage = std::string(Backend::stage_name), .element = index},
+                           Raiser::internal);
     }
   }
 

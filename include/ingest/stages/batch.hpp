@@ -53,7 +53,7 @@ class BatchIterator {
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     if constexpr (bulk) {
-      builder b(BatchSpec{capacity_, allocator_});
+      builder b = make_builder();
       const std::span<element_type> slots = b.slots();
       std::size_t count = 0;
       std::exception_ptr error;
@@ -95,7 +95,8 @@ class BatchIterator {
         } catch (...) {
           pending_.clear();
           detail::rethrow_with_context(
-              {.stage = "batch", .element = first + static_cast<std::int64_t>(i)});
+              {.stage = "batch", .element = first + static_cast<std::int64_t>(i)},
+              detail::Raiser::internal);
         }
       }
       pending_.clear();
@@ -104,6 +105,26 @@ class BatchIterator {
   }
 
  private:
+  // The bulk path's buffer, sized by capacity_: an impossible size is
+  // InvalidArgument from the stage, not std::bad_alloc.
+  builder make_builder() const {
+    try {
+      return builder(BatchSpec{capacity_, allocator_});
+    } catch (...) {
+      detail::rethrow_with_context({.stage = "batch"}, detail::Raiser::internal);
+    }
+  }
+  // The first element of a gathered batch shows the element size: a full
+  // batch that could never be allocated stops gathering with InvalidArgument.
+  std::exception_ptr refuse_batch_size(const element_type& first) const {
+    try {
+      detail::check_batch_bytes(capacity_, detail::element_bytes(first));
+      return nullptr;
+    } catch (...) {
+      return detail::capture_with_context({.stage = "batch"}, detail::Raiser::internal);
+    }
+  }
+
   bool keep(std::size_t count) const noexcept {
     return count != 0 && !(count < batch_size_ && drop_remainder_);
   }
@@ -124,6 +145,7 @@ class BatchIterator {
       if (b) {
         b->set(count, std::move(*x));
       } else if (!error) {
+        if (pending_.empty() && (error = refuse_batch_size(*x))) return false;
         pending_.push_back(std::move(*x));
       }
     } catch (const detail::Cancelled&) {

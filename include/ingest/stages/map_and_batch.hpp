@@ -55,7 +55,7 @@ class MapAndBatchIterator {
   /// shorter (the batch buffer of the fused path has this size).
   MapAndBatchIterator(InputIt input, F f, std::size_t batch_size, std::size_t capacity,
                       bool drop_remainder, std::size_t parallelism, bool deterministic,
-                      IteratorContext ctx)
+                      IteratorContext ctx, bool infinite_input = false)
       : node_(ctx.node),
         input_(std::move(input)),
         runtime_(ctx.runtime_or_default()),
@@ -66,6 +66,15 @@ class MapAndBatchIterator {
         parallelism_(parallelism),
         deterministic_(deterministic),
         cancel_(ctx.cancellation) {
+    // An infinite input fills every batch: the inputs of one must fit too
+    // (a finite or unknown one allocates by what arrives).
+    if (infinite_input) {
+      try {
+        detail::check_batch_bytes(batch_size, sizeof(InputSlot));
+      } catch (...) {
+        refused_ = detail::capture_with_context({.stage = "batch"}, detail::Raiser::internal);
+      }
+    }
     const std::size_t p_max = std::max(detail::slot_parallelism(parallelism, *runtime_),
                                        detail::max_tuned_parallelism(*runtime_));
     const std::size_t chunks_per_batch = std::min(batch_size, 4 * p_max);
@@ -84,6 +93,7 @@ class MapAndBatchIterator {
   }
 
   std::optional<value_type> next() {
+    if (refused_) std::rethrow_exception(refused_);
     if constexpr (fused_source) {
       if (fused_ && !input_done_) [[likely]]
         return next_fused();
@@ -166,10 +176,13 @@ class MapAndBatchIterator {
         return std::move(*s);
       }
     }
-    void fail(Chunk& c, std::size_t i, const char* stage) const {
+    // `raiser`: f (map) or the builder (batch), whose failures keep their type.
+    void fail(Chunk& c, std::size_t i, const char* stage,
+              detail::Raiser raiser = detail::Raiser::user_function) const {
       if (!c.error) {
         c.error = detail::capture_with_context(
-            {.stage = stage, .element = c.batch->first_index + static_cast<std::int64_t>(i)});
+            {.stage = stage, .element = c.batch->first_index + static_cast<std::int64_t>(i)},
+            raiser);
         c.error_index = i;
       }
     }
@@ -183,7 +196,7 @@ class MapAndBatchIterator {
           try {
             b.out->set(i, std::move(v));
           } catch (...) {
-            fail(c, i, "batch");
+            fail(c, i, "batch", detail::Raiser::internal);
           }
         } catch (...) {
           fail(c, i, "map");
@@ -241,7 +254,7 @@ class MapAndBatchIterator {
   // it lasts (fused_), next() comes straight here and the plan is revisited
   // only with each timed batch (one in 16).
   std::optional<value_type> next_fused() {
-    builder out(BatchSpec{capacity_, allocator_});
+    builder out = make_builder(capacity_);
     const std::span<Out> slots = out.slots();
     std::size_t count = 0;
     std::exception_ptr first_error;
@@ -274,6 +287,16 @@ class MapAndBatchIterator {
     if (first_error) std::rethrow_exception(first_error);
     if (count == 0 || (count < batch_size_ && drop_remainder_)) return std::nullopt;
     return std::move(out).finish(count);
+  }
+
+  // A batch buffer of n slots: an impossible size is InvalidArgument from
+  // the stage, not std::bad_alloc.
+  builder make_builder(std::size_t n) const {
+    try {
+      return builder(BatchSpec{n, allocator_});
+    } catch (...) {
+      detail::rethrow_with_context({.stage = "batch"}, detail::Raiser::internal);
+    }
   }
 
   // Pulls up to batch_size inputs into b. The input buffers grow with what
@@ -446,6 +469,7 @@ class MapAndBatchIterator {
   bool input_done_ = false;
   std::int64_t next_index_ = 0;
   std::uint64_t inline_batches_ = 0;
+  std::exception_ptr refused_;  // an impossible batch_size, thrown by every next()
 };
 
 template <class Input, class F>
@@ -486,7 +510,8 @@ class MapAndBatchDataset
         static_cast<std::size_t>(
             detail::batch_capacity(batch_size_, detail::cardinality_of(input_))),
         batch_options_.drop_remainder, parallelism,
-        map_options_.deterministic.value_or(ctx.deterministic), ctx);
+        map_options_.deterministic.value_or(ctx.deterministic), ctx,
+        detail::cardinality_of(input_) == infinite_cardinality);
   }
 
   std::int64_t cardinality() const {

@@ -69,7 +69,7 @@ class PaddedBatchIterator {
           elements_.size(), [this](std::size_t i) -> element_type& { return elements_[i]; },
           options_, 0, *allocator_);
     } catch (...) {
-      detail::rethrow_with_context({.stage = "padded_batch"});
+      detail::rethrow_with_context({.stage = "padded_batch"}, detail::Raiser::internal);
     }
   }
 
@@ -97,6 +97,8 @@ class PaddedBatchDataset
           "padded_batch: batch_size must be > 0; got " + std::to_string(batch_size),
           {.stage = "padded_batch"});
     }
+    detail::check_padded_batch_options(
+        batch_size, options_, padded_batch_traits<typename Input::element_type>::components);
   }
   auto make_iterator(const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);

@@ -35,7 +35,7 @@ class UnbatchIterator {
         size_ = traits::size(*current_);
       } catch (...) {
         current_.reset();
-        detail::rethrow_with_context({.stage = "unbatch"});
+        detail::rethrow_with_context({.stage = "unbatch"}, detail::Raiser::internal);
       }
     }
     return traits::get(*current_, pos_++);
