@@ -339,3 +339,20 @@ TEST_CASE("host loader hands batches to another thread", "[loader][concurrency]"
   consumer.join();
   CHECK(checked.load() == 200);
 }
+
+TEST_CASE(
+    "repeat over an autotuned loader: each epoch's iterator sets up its node while the "
+    "autotuner reads it",
+    "[loader][repeat][concurrency]") {
+  std::size_t batches = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+  auto it = HostLoader(range(20).batch(4), {.depth = autotune})
+                .repeat()
+                .with_options({.autotune = true})
+                .iterator();
+  while (std::chrono::steady_clock::now() < until) {
+    REQUIRE(it.next().has_value());
+    ++batches;
+  }
+  CHECK(batches >= 5);
+}

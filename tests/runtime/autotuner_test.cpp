@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -187,4 +188,40 @@ TEST_CASE("an autotuned buffer never holds more than the RAM budget",
   }
   CHECK(n == 200);
   CHECK(peak * mb4 <= (24 << 20));
+}
+
+TEST_CASE(
+    "stages set up their node while the autotuner reads it (repeat's new iterator each "
+    "epoch)",
+    "[runtime][autotuner][concurrency]") {
+  // A data race under ThreadSanitizer before StageNode::kind and
+  // nominal_ratio were atomic. In a pipeline the window is a few
+  // instructions (the next node registration takes the model's lock), so
+  // here the stages get their nodes without a model and nothing orders
+  // their writes with the optimizer's reads.
+  auto model = std::make_shared<Model>();
+  StageNode* map_node = model->node(nullptr, "parallel_map");
+  StageNode* batch_node = model->node(map_node, "batch");
+  StageNode* prefetch_node = model->node(batch_node, "prefetch");
+  const auto add_one = [](std::int64_t x) { return x + 1; };
+  std::atomic<bool> stop{false};
+  bool sane = true;  // Catch's assertions are not for other threads
+  std::thread reader([&] {
+    while (!stop.load()) {
+      Optimizer optimizer(snapshot(*model), 1000.0);
+      sane = sane && optimizer.output_time() >= 0 && optimizer.buffered_bytes() >= 0;
+    }
+  });
+  for (int epoch = 0; epoch < 200; ++epoch) {
+    IteratorContext ctx;
+    ctx.node = map_node;
+    CHECK(range(4).map(add_one, {.parallelism = autotune}).make_iterator(ctx).next() == 1);
+    ctx.node = batch_node;
+    CHECK(range(4).batch(2).make_iterator(ctx).next().has_value());
+    ctx.node = prefetch_node;
+    CHECK(range(4).prefetch(autotune).make_iterator(ctx).next() == 0);
+  }
+  stop = true;
+  reader.join();
+  CHECK(sane);
 }

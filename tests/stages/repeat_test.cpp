@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstddef>
 #include <vector>
 
 #include "support/testing.hpp"
@@ -63,4 +65,33 @@ TEST_CASE("map(fails) -> cache() -> shuffle -> repeat() raises once, then ends (
   auto it = ds.iterator();
   CHECK_THROWS_AS(it.next(), Error);
   for (int i = 0; i < 3; ++i) CHECK_FALSE(it.next());
+}
+
+TEST_CASE(
+    "repeat over every autotuned async stage: each epoch's iterator sets up its node while "
+    "the autotuner reads it",
+    "[stages][repeat][concurrency]") {
+  // A data race under ThreadSanitizer before StageNode::kind and
+  // nominal_ratio were atomic: epochs are short so new iterators keep coming
+  // while the autotuner thread runs its first periods (20, 40, 80 ms).
+  const auto add_one = [](std::int64_t x) { return x + 1; };
+  const auto run_for = [](auto ds) {
+    std::size_t n = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+    auto it = ds.repeat().iterator();
+    while (std::chrono::steady_clock::now() < until) {
+      REQUIRE(it.next().has_value());
+      ++n;
+    }
+    return n;
+  };
+  const PipelineOptions tuned{.autotune = true};
+  CHECK(run_for(range(20).map(add_one, {.parallelism = autotune}).with_options(tuned)) > 0);
+  CHECK(run_for(range(20).map(add_one, {.parallelism = autotune}).batch(4).with_options(tuned)) >
+        0);
+  CHECK(run_for(range(4)
+                    .interleave([](std::int64_t x) { return range(x, x + 3); },
+                                {.cycle_length = 2, .parallelism = autotune})
+                    .with_options(tuned)) > 0);
+  CHECK(run_for(range(20).prefetch(autotune).with_options(tuned)) > 0);
 }

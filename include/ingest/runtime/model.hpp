@@ -106,14 +106,16 @@ class StageNode {
 
   // ---- knobs and kind (set once by the stage's first iterator) ----
 
-  StageKind kind = StageKind::sync;
+  // Atomic: repeat() makes a new iterator (which sets them again) each
+  // epoch while the autotuner thread reads them.
+  std::atomic<StageKind> kind{StageKind::sync};
   Knob parallelism;
   Knob buffer;
   /// This stage or one before it batches (tracing records every call then).
   std::atomic<bool> batched{false};
   /// Input elements per element produced, when measurements do not tell yet
   /// (a batch stage sets its batch size).
-  double nominal_ratio = 1.0;
+  std::atomic<double> nominal_ratio{1.0};
 
   /// Average bytes of an element, from samples (0 if none yet).
   double bytes_per_element() const noexcept {
