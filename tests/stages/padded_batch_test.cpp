@@ -52,6 +52,8 @@ TEST_CASE("padded_batch errors", "[stages][padded_batch]") {
   CHECK(too_long[0].value);
   CHECK(too_long[1].error.find("DataLossError") != std::string::npos);
   CHECK(too_long[1].error.find("padded_batch") != std::string::npos);
+  // Its context names the batch's first input element.
+  CHECK(too_long[1].error.find("[stage 'padded_batch', element 2]") != std::string::npos);
   CHECK(collect(ragged(0).padded_batch(2)).empty());
   // An element error fails the batch, the next batch starts in place.
   auto failing = ragged(6).map([](std::vector<std::int32_t> v) {

@@ -44,6 +44,7 @@ class PaddedBatchIterator {
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     elements_.clear();
+    const std::int64_t first = consumed_;  // the batch's first input element
     std::size_t count = 0;
     std::exception_ptr error;
     while (count < batch_size_) {
@@ -61,6 +62,7 @@ class PaddedBatchIterator {
         if (!error) error = std::current_exception();
       }
       ++count;
+      ++consumed_;
     }
     if (error) std::rethrow_exception(error);
     if (count == 0 || (count < batch_size_ && options_.drop_remainder)) return std::nullopt;
@@ -69,7 +71,10 @@ class PaddedBatchIterator {
           elements_.size(), [this](std::size_t i) -> element_type& { return elements_[i]; },
           options_, 0, *allocator_);
     } catch (...) {
-      detail::rethrow_with_context({.stage = "padded_batch"}, detail::Raiser::internal);
+      // The batch's first input element; the message names the element
+      // within the batch ("element 3 of the batch").
+      detail::rethrow_with_context({.stage = "padded_batch", .element = first},
+                                   detail::Raiser::internal);
     }
   }
 
@@ -80,6 +85,7 @@ class PaddedBatchIterator {
   Allocator* allocator_;
   CancellationToken cancel_;
   std::vector<element_type> elements_;  // reused across batches
+  std::int64_t consumed_ = 0;           // input elements taken, failed ones included
   bool done_ = false;
 };
 
