@@ -3,36 +3,21 @@
 // check and whether max_record_bytes limits lengths). Any input must end in
 // records or an ingest::Error: never a crash, a hang, a read out of bounds or
 // an allocation beyond the data.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 #include <ingest/formats/tfrecord_format.hpp>
 
-namespace {
-std::string scratch_path() {
-  const char* dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  return std::string(dir) + "/ingest-fuzz-tfrecord-" + std::to_string(::getpid());
-}
-}  // namespace
+#include "fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  static const std::string path = scratch_path();
+  const std::string path = ingest::fuzzing::write_scratch("tfrecord", data, size);
+  if (path.empty()) return 0;
   const std::uint8_t control = data[0];
-  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(data + 1, 1, size - 1, f);
-    std::fclose(f);
-  } else {
-    return 0;
-  }
-  const ingest::Compression compressions[] = {ingest::Compression::none, ingest::Compression::gzip,
-                                              ingest::Compression::zlib};
   const ingest::TFRecordOptions options{
-      .compression = compressions[control % 3],
+      .compression = ingest::fuzzing::compression_of(control),
       .buffer_size = (control & 0x10) ? std::size_t{64} : std::size_t{4096},
       // 0x80: no limit, so lengths near 2^64 reach the bounds checks (issue 10 item 2)
       .max_record_bytes = (control & 0x80) ? UINT64_MAX : std::uint64_t{16} << 20,
