@@ -169,3 +169,55 @@ TEST_CASE("parallel interleave of large mapped TFRecord files, pages populated o
     for (int i = 0; i < 500; ++i) REQUIRE(it.next());
   }
 }
+
+TEST_CASE("parallel interleave threads are bounded by parallelism, not cycle_length",
+          "[stages][interleave][concurrency]") {
+  // 600 inputs of 3 elements each, 500 open at once, 2 pulling at once.
+  auto f = [](std::int64_t x) { return range(x * 10, x * 10 + 3); };
+  const std::int64_t n = 600, cycle = 500;
+  // tf.data's order: the first 500 inputs round robin, each replaced (at its
+  // end) by the next input, whose elements then take that slot's turns.
+  V want = collect(range(n).interleave(f, {.cycle_length = cycle, .parallelism = 1}));
+  REQUIRE(want.size() == 3 * n);
+  CHECK(want[499] == 4990);   // the first round: each input's first element
+  CHECK(want[500] == 1);      // the second round
+  CHECK(want[1500] == 5000);  // input 500 took slot 0 after its end
+  // A runtime of its own, whose driver threads (created on demand, kept)
+  // count the most producers that ever ran at once.
+  auto det = std::make_shared<Runtime>(2);
+  auto got = collect(range(n)
+                         .interleave(f, {.cycle_length = cycle, .parallelism = 2})
+                         .with_options({.runtime = det}));
+  CHECK(got == want);
+  CHECK(det->driver_threads() <= 8);
+
+  auto any = std::make_shared<Runtime>(2);
+  auto unordered =
+      collect(range(n)
+                  .interleave(f, {.cycle_length = cycle, .parallelism = 2, .deterministic = false})
+                  .with_options({.runtime = any}));
+  std::sort(unordered.begin(), unordered.end());
+  std::sort(want.begin(), want.end());
+  CHECK(unordered == want);
+  CHECK(any->driver_threads() <= 8);
+}
+
+TEST_CASE("a huge cycle_length allocates only what the input opens",
+          "[stages][interleave][concurrency]") {
+  auto f = [](std::int64_t x) { return range(x * 10, x * 10 + 2); };
+  for (bool deterministic : {true, false}) {
+    for (std::int64_t p : {1, 2}) {
+      INFO("parallelism " << p << " deterministic " << deterministic);
+      auto ds = range(3).interleave(f, {.cycle_length = std::int64_t{1} << 40,
+                                        .parallelism = p,
+                                        .deterministic = deterministic});
+      V got = collect(ds);
+      if (deterministic) {
+        CHECK(got == V{0, 10, 20, 1, 11, 21});
+      } else {
+        std::sort(got.begin(), got.end());
+        CHECK(got == V{0, 1, 10, 11, 20, 21});
+      }
+    }
+  }
+}
