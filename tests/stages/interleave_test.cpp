@@ -221,3 +221,31 @@ TEST_CASE("a huge cycle_length allocates only what the input opens",
     }
   }
 }
+
+TEST_CASE("input errors surface at their position, whatever the parallelism",
+          "[stages][interleave][concurrency]") {
+  // tf.data's interleave kernel tests with an input that raises: the error
+  // takes the turn of the input element it replaces, and iteration goes on.
+  auto input = range(5).map([](std::int64_t x) -> std::int64_t {
+    if (x == 1 || x == 3) throw Boom("bad input " + std::to_string(x));
+    return x;
+  });
+  auto f = [](std::int64_t x) { return range(x * 10, x * 10 + 2); };
+  const std::string e1 = "FunctionError: bad input 1 [stage 'map', element 1]";
+  const std::string e3 = "FunctionError: bad input 3 [stage 'map', element 3]";
+  auto render = [](const auto& ds) {
+    std::vector<std::string> out;
+    for (auto& o : collect_outcomes(ds))
+      out.push_back(o.value ? std::to_string(*o.value) : o.error);
+    return out;
+  };
+  for (std::int64_t p : {1, 2, 4}) {
+    INFO("parallelism " << p);
+    CHECK(render(input.interleave(f, {.cycle_length = 1, .parallelism = p})) ==
+          std::vector<std::string>{"0", "1", e1, "20", "21", e3, "40", "41"});
+    CHECK(render(input.interleave(f, {.cycle_length = 2, .parallelism = p})) ==
+          std::vector<std::string>{"0", e1, "20", "1", "21", e3, "40", "41"});
+    CHECK(render(input.interleave(f, {.cycle_length = 3, .block_length = 2, .parallelism = p})) ==
+          std::vector<std::string>{"0", "1", e1, "20", "21", e3, "40", "41"});
+  }
+}

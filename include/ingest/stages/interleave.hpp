@@ -13,8 +13,9 @@
 // inputs open (a cycle_length of 2^40 over 3 inputs holds 3 slots).
 // Non-deterministic mode takes from whichever open dataset has an element
 // ready. f and the input run on the consumer's thread. Errors from f, from
-// the input, or from an open dataset surface from next() and iteration may
-// continue.
+// the input, or from an open dataset surface from next() at the position
+// parallelism 1 gives them (an input error raised while opening ahead waits
+// for its turn), and iteration may continue.
 #pragma once
 
 #include <algorithm>
@@ -149,10 +150,18 @@ class InterleaveIterator {
   }
 
   // Makes the next input element (f's dataset) an Element; nullopt at the
-  // input's end. Errors from the input propagate; errors from f or from
-  // creating the iterator are kept in the Element, to surface at its turn.
+  // input's end. Errors from the input, from f or from creating the
+  // iterator are kept in the Element, to surface at its turn (an input
+  // error read ahead then surfaces where parallelism 1 raises it).
   std::optional<Element> make_element() {
-    std::optional<In> x = input_.next();
+    std::optional<In> x;
+    try {
+      x = input_.next();
+    } catch (...) {
+      Element failed;
+      failed.open_error = std::current_exception();
+      return failed;
+    }
     if (!x) {
       input_done_ = true;
       return std::nullopt;
