@@ -249,3 +249,35 @@ TEST_CASE("input errors surface at their position, whatever the parallelism",
           std::vector<std::string>{"0", "1", e1, "20", "21", e3, "40", "41"});
   }
 }
+
+TEST_CASE("destroying a parallel interleave stops the batches its inputs are filling",
+          "[stages][interleave][concurrency]") {
+  // Each input: range(1000) -> map(2 ms per call) -> batch(100). Without
+  // cancellation every running producer finishes its 100-element batch.
+  std::atomic<int> calls{0};
+  auto f = [&calls](std::int64_t) {
+    return range(1000)
+        .map([&calls](std::int64_t v) {
+          calls.fetch_add(1);
+          std::this_thread::sleep_for(2ms);
+          return v;
+        })
+        .batch(100);
+  };
+  for (std::int64_t p : {1, 2}) {
+    INFO("parallelism " << p);
+    auto it = range(8)
+                  .interleave(f, {.cycle_length = 4, .parallelism = p})
+                  .with_options({.threads = 2})
+                  .iterator();
+    REQUIRE(it.next().has_value());
+    std::this_thread::sleep_for(10ms);  // the producers are inside their next batches
+    int before = 0;
+    {
+      auto doomed = std::move(it);
+      before = calls.load();
+    }
+    // The element in hand of each pulling producer, and one per check's race.
+    CHECK(calls.load() - before <= 2 * static_cast<int>(p) + 2);
+  }
+}

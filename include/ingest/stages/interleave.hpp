@@ -15,7 +15,10 @@
 // ready. f and the input run on the consumer's thread. Errors from f, from
 // the input, or from an open dataset surface from next() at the position
 // parallelism 1 gives them (an input error raised while opening ahead waits
-// for its turn), and iteration may continue.
+// for its turn), and iteration may continue. Destroying the iterator stops
+// its cancellation source first, whose token the input and every opened
+// dataset carry (a batch being filled stops after the element in hand),
+// then stops and joins the producers.
 #pragma once
 
 #include <algorithm>
@@ -59,8 +62,12 @@ class InterleaveIterator {
     const std::atomic<std::int64_t>* tuned_parallelism = nullptr;  // an autotuned knob
   };
 
-  InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx)
-      : input_(std::move(input)),
+  /// `ctx` is the context of the opened datasets; `cancel` the source whose
+  /// token it (and the input's) carries, stopped when this is destroyed.
+  InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx,
+                     CancellationSource cancel = {})
+      : cancel_(std::move(cancel)),
+        input_(std::move(input)),
         f_(std::move(f)),
         config_(config),
         ctx_(std::move(ctx)),
@@ -75,7 +82,9 @@ class InterleaveIterator {
   InterleaveIterator(InterleaveIterator&&) noexcept = default;
   InterleaveIterator& operator=(InterleaveIterator&&) = delete;
   ~InterleaveIterator() {
-    // Ask every producer to stop first, then join them one by one.
+    // Stop the opened datasets' work between elements first, then ask every
+    // producer to stop, then join them one by one.
+    cancel_.request_stop();
     for (auto& e : cycle_) {
       if (e && e->fetcher) e->fetcher->request_stop();
     }
@@ -256,6 +265,7 @@ class InterleaveIterator {
     }
   }
 
+  CancellationSource cancel_;  // stopped first in the destructor
   InputIt input_;
   F f_;
   Config config_;
@@ -316,8 +326,11 @@ class InterleaveDataset
                              static_cast<std::int64_t>(config.parallelism));
       if (ctx.node->parallelism.tunable()) config.tuned_parallelism = &ctx.node->parallelism.value;
     }
+    CancellationSource cancel(ctx.cancellation);
+    IteratorContext inner = ctx;
+    inner.cancellation = cancel.token();
     return InterleaveIterator<detail::child_iterator_t<Input>, F>(
-        detail::child_iterator(input_, ctx), f_, config, ctx);
+        detail::child_iterator(input_, inner), f_, config, inner, std::move(cancel));
   }
 
  private:
