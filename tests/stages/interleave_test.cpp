@@ -169,3 +169,115 @@ TEST_CASE("parallel interleave of large mapped TFRecord files, pages populated o
     for (int i = 0; i < 500; ++i) REQUIRE(it.next());
   }
 }
+
+TEST_CASE("parallel interleave threads are bounded by parallelism, not cycle_length",
+          "[stages][interleave][concurrency]") {
+  // 600 inputs of 3 elements each, 500 open at once, 2 pulling at once.
+  auto f = [](std::int64_t x) { return range(x * 10, x * 10 + 3); };
+  const std::int64_t n = 600, cycle = 500;
+  // tf.data's order: the first 500 inputs round robin, each replaced (at its
+  // end) by the next input, whose elements then take that slot's turns.
+  V want = collect(range(n).interleave(f, {.cycle_length = cycle, .parallelism = 1}));
+  REQUIRE(want.size() == 3 * n);
+  CHECK(want[499] == 4990);   // the first round: each input's first element
+  CHECK(want[500] == 1);      // the second round
+  CHECK(want[1500] == 5000);  // input 500 took slot 0 after its end
+  // A runtime of its own, whose driver threads (created on demand, kept)
+  // count the most producers that ever ran at once.
+  auto det = std::make_shared<Runtime>(2);
+  auto got = collect(range(n)
+                         .interleave(f, {.cycle_length = cycle, .parallelism = 2})
+                         .with_options({.runtime = det}));
+  CHECK(got == want);
+  CHECK(det->driver_threads() <= 8);
+
+  auto any = std::make_shared<Runtime>(2);
+  auto unordered =
+      collect(range(n)
+                  .interleave(f, {.cycle_length = cycle, .parallelism = 2, .deterministic = false})
+                  .with_options({.runtime = any}));
+  std::sort(unordered.begin(), unordered.end());
+  std::sort(want.begin(), want.end());
+  CHECK(unordered == want);
+  CHECK(any->driver_threads() <= 8);
+}
+
+TEST_CASE("a huge cycle_length allocates only what the input opens",
+          "[stages][interleave][concurrency]") {
+  auto f = [](std::int64_t x) { return range(x * 10, x * 10 + 2); };
+  for (bool deterministic : {true, false}) {
+    for (std::int64_t p : {1, 2}) {
+      INFO("parallelism " << p << " deterministic " << deterministic);
+      auto ds = range(3).interleave(f, {.cycle_length = std::int64_t{1} << 40,
+                                        .parallelism = p,
+                                        .deterministic = deterministic});
+      V got = collect(ds);
+      if (deterministic) {
+        CHECK(got == V{0, 10, 20, 1, 11, 21});
+      } else {
+        std::sort(got.begin(), got.end());
+        CHECK(got == V{0, 1, 10, 11, 20, 21});
+      }
+    }
+  }
+}
+
+TEST_CASE("input errors surface at their position, whatever the parallelism",
+          "[stages][interleave][concurrency]") {
+  // tf.data's interleave kernel tests with an input that raises: the error
+  // takes the turn of the input element it replaces, and iteration goes on.
+  auto input = range(5).map([](std::int64_t x) -> std::int64_t {
+    if (x == 1 || x == 3) throw Boom("bad input " + std::to_string(x));
+    return x;
+  });
+  auto f = [](std::int64_t x) { return range(x * 10, x * 10 + 2); };
+  const std::string e1 = "FunctionError: bad input 1 [stage 'map', element 1]";
+  const std::string e3 = "FunctionError: bad input 3 [stage 'map', element 3]";
+  auto render = [](const auto& ds) {
+    std::vector<std::string> out;
+    for (auto& o : collect_outcomes(ds))
+      out.push_back(o.value ? std::to_string(*o.value) : o.error);
+    return out;
+  };
+  for (std::int64_t p : {1, 2, 4}) {
+    INFO("parallelism " << p);
+    CHECK(render(input.interleave(f, {.cycle_length = 1, .parallelism = p})) ==
+          std::vector<std::string>{"0", "1", e1, "20", "21", e3, "40", "41"});
+    CHECK(render(input.interleave(f, {.cycle_length = 2, .parallelism = p})) ==
+          std::vector<std::string>{"0", e1, "20", "1", "21", e3, "40", "41"});
+    CHECK(render(input.interleave(f, {.cycle_length = 3, .block_length = 2, .parallelism = p})) ==
+          std::vector<std::string>{"0", "1", e1, "20", "21", e3, "40", "41"});
+  }
+}
+
+TEST_CASE("destroying a parallel interleave stops the batches its inputs are filling",
+          "[stages][interleave][concurrency]") {
+  // Each input: range(1000) -> map(2 ms per call) -> batch(100). Without
+  // cancellation every running producer finishes its 100-element batch.
+  std::atomic<int> calls{0};
+  auto f = [&calls](std::int64_t) {
+    return range(1000)
+        .map([&calls](std::int64_t v) {
+          calls.fetch_add(1);
+          std::this_thread::sleep_for(2ms);
+          return v;
+        })
+        .batch(100);
+  };
+  for (std::int64_t p : {1, 2}) {
+    INFO("parallelism " << p);
+    auto it = range(8)
+                  .interleave(f, {.cycle_length = 4, .parallelism = p})
+                  .with_options({.threads = 2})
+                  .iterator();
+    REQUIRE(it.next().has_value());
+    std::this_thread::sleep_for(10ms);  // the producers are inside their next batches
+    int before = 0;
+    {
+      auto doomed = std::move(it);
+      before = calls.load();
+    }
+    // The element in hand of each pulling producer, and one per check's race.
+    CHECK(calls.load() - before <= 2 * static_cast<int>(p) + 2);
+  }
+}

@@ -6,6 +6,13 @@
 // both sides are busy. Errors travel through the ring at their position.
 // cancel_and_join() stops the producer after its current element and
 // destroys the input iterator on the calling thread.
+//
+// A cooperative prefetcher (the interleave's, with a Gate) holds a driver
+// thread only while it pulls: a producer that gets no permit parks in the
+// gate and returns its thread, and one whose ring is full returns too. A
+// releasing holder runs the first parked producer on its own thread, and
+// the consumer re-spawns a stopped one when its ring drains to half. So
+// many open inputs cost threads in proportion to the gate's permits.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +21,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -31,9 +39,23 @@ namespace ingest::detail {
 
 /// Limits how many producers pull at once (a parallel interleave's
 /// parallelism). The limit may change while producers wait (an autotuned
-/// knob): waiters re-check it every few milliseconds.
+/// knob): blocking waiters (acquire) re-check it every few milliseconds.
+/// Cooperative producers park instead (a queue, first in first out), and
+/// release_and_take() hands the releaser's permit to the first of them, to
+/// run on the releaser's thread. A producer parks only while in_use >=
+/// limit >= 1, so some holder will release and hand it a permit. Use one
+/// kind of producer per gate.
 class Gate {
  public:
+  struct Parked;
+  /// Runs a parked producer, which holds a permit, until it stops; returns
+  /// the producer handed to this thread meanwhile, if any.
+  using Step = Parked (*)(std::shared_ptr<void>);
+  struct Parked {
+    std::shared_ptr<void> producer;  // null: none
+    Step step = nullptr;
+  };
+
   explicit Gate(std::size_t permits, const std::atomic<std::int64_t>* dynamic_limit = nullptr)
       : permits_(permits), dynamic_(dynamic_limit) {}
   void acquire() {
@@ -49,6 +71,44 @@ class Gate {
     cv_.notify_one();
   }
 
+  /// Takes a permit (true), or parks `producer` (false) until a holder's
+  /// release_and_take() hands it one.
+  bool acquire_or_park(std::shared_ptr<void> producer, Step step) {
+    std::lock_guard lock(mu_);
+    if (in_use_ < limit()) {
+      ++in_use_;
+      return true;
+    }
+    parked_.push_back({std::move(producer), step});
+    return false;
+  }
+  /// Releases a permit; if a producer is parked, gives it the permit and
+  /// returns it: the caller runs it (parked.step) once it has stopped itself.
+  [[nodiscard]] Parked release_and_take() {
+    std::lock_guard lock(mu_);
+    if (!parked_.empty() && in_use_ <= limit()) {
+      Parked p = std::move(parked_.front());
+      parked_.pop_front();
+      return p;  // the permit passes on: in_use_ unchanged
+    }
+    --in_use_;
+    return {};
+  }
+  /// Removes a parked producer; false if it is not parked (running, or
+  /// handed a permit).
+  bool remove(const void* producer) noexcept {
+    std::shared_ptr<void> removed;  // destroyed after unlocking
+    std::lock_guard lock(mu_);
+    for (auto p = parked_.begin(); p != parked_.end(); ++p) {
+      if (p->producer.get() == producer) {
+        removed = std::move(p->producer);
+        parked_.erase(p);
+        return true;
+      }
+    }
+    return false;
+  }
+
  private:
   std::size_t limit() const noexcept {
     const std::int64_t d = dynamic_ ? dynamic_->load(std::memory_order_relaxed) : 0;
@@ -58,10 +118,16 @@ class Gate {
   std::condition_variable cv_;
   std::size_t permits_;
   std::size_t in_use_ = 0;
+  std::deque<Parked> parked_;
   const std::atomic<std::int64_t>* dynamic_;
 };
 
-template <iterator It>
+/// `Cooperative` (with a gate): the producer holds a driver thread only
+/// while it pulls (see the top of this file). Otherwise it keeps its thread
+/// for its whole life and waits for room or a permit there: the prefetch
+/// stage's single producer, whose consumer then pays nothing per element
+/// beyond a fence and a load.
+template <iterator It, bool Cooperative = false>
 class Prefetcher {
  public:
   using value_type = typename It::value_type;
@@ -69,16 +135,16 @@ class Prefetcher {
   /// What try_take found.
   enum class Status { value, end, empty };
 
-  /// `capacity`: elements buffered at most. `gate` (optional) is held around
-  /// each pull; `also_notify` (optional) is told of every pushed element.
-  /// `limit` (optional) caps the buffered elements below `capacity` and may
-  /// change while running (an autotuned buffer); `node` (optional) receives
-  /// the occupancy and the consumer's waiting time.
+  /// `capacity`: elements buffered at most. `gate` (optional; required when
+  /// Cooperative) is held around each pull; `also_notify` (optional) is told of every pushed
+  /// element. `limit` (optional) caps the buffered elements below `capacity` and may change while
+  /// running (an autotuned buffer); `node` (optional) receives the occupancy and the consumer's
+  /// waiting time.
   Prefetcher(It input, std::size_t capacity, Runtime& runtime, Gate* gate = nullptr,
              Notifier* also_notify = nullptr, const std::atomic<std::int64_t>* limit = nullptr,
              StageNode* node = nullptr)
-      : shared_(
-            std::make_shared<Shared>(std::move(input), capacity, gate, also_notify, limit, node)),
+      : shared_(std::make_shared<Shared>(std::move(input), capacity, gate, also_notify, limit, node,
+                                         runtime)),
         runtime_(&runtime) {}
   Prefetcher(Prefetcher&&) noexcept = default;
   Prefetcher& operator=(Prefetcher&&) = delete;
@@ -87,8 +153,12 @@ class Prefetcher {
   /// Starts the producer (idempotent); next() and try_take() start it too.
   void start() {
     if (started_ || !shared_) return;
+    if constexpr (Cooperative) {
+      Shared::wake(shared_);
+    } else {
+      runtime_->spawn([s = shared_] { s->produce(); });
+    }
     started_ = true;
-    runtime_->spawn([s = shared_] { s->produce(); });
   }
 
   /// The next element in order, blocking until it is produced; rethrows an
@@ -142,8 +212,16 @@ class Prefetcher {
     Shared& s = *shared_;
     s.cancelled.store(true, std::memory_order_release);
     s.not_full.notify();
-    if (started_)
-      s.exit_signal.wait_until([&] { return s.exited.load(std::memory_order_acquire); });
+    bool running = started_;
+    if constexpr (Cooperative) {
+      // Parked: no job runs or will. Idle (stopped on a full ring): taking
+      // the run token keeps any job from starting. Otherwise a job runs, or
+      // a holder's thread was handed it; either sees `cancelled` and exits.
+      if (running) {
+        running = !s.gate->remove(&s) && s.wakeups.fetch_add(1, std::memory_order_acq_rel) != 0;
+      }
+    }
+    if (running) s.exit_signal.wait_until([&] { return s.exited.load(std::memory_order_acquire); });
     s.input.reset();
     s.free_ring();
     shared_.reset();
@@ -166,7 +244,7 @@ class Prefetcher {
 
   struct Shared {
     Shared(It in, std::size_t slots, Gate* g, Notifier* extra, const std::atomic<std::int64_t>* lim,
-           StageNode* n)
+           StageNode* n, Runtime& rt)
         : input(std::in_place, std::move(in)),
           capacity(std::max<std::size_t>(slots, 1)),
           read_segment(new Segment(std::min<std::size_t>(this->capacity, 16), 0)),
@@ -174,7 +252,8 @@ class Prefetcher {
           gate(g),
           also_notify(extra),
           limit(lim),
-          node(n) {}
+          node(n),
+          runtime(&rt) {}
 
     // Elements the ring may hold now.
     std::size_t room() const noexcept {
@@ -215,6 +294,116 @@ class Prefetcher {
       }
       exited.store(true, std::memory_order_release);
       exit_signal.notify();
+    }
+
+    // Cooperative production. One token, `wakeups` != 0, says a job runs,
+    // is spawned, is parked in the gate or was handed a permit; whoever
+    // raises it from 0 takes the token and schedules the job. A job that
+    // stops because its ring is full gives the token back unless a wake
+    // came meanwhile (then it looks again), so the producer never runs
+    // twice at once and a wake is never lost. A parked or finished producer
+    // keeps the token.
+    enum class Outcome { full, parked, finished };
+
+    // Called by the consumer (start, room freed).
+    static void wake(const std::shared_ptr<Shared>& self) {
+      if (self->wakeups.fetch_add(1, std::memory_order_acq_rel) == 0) schedule(self);
+    }
+
+    // With the token: a job once a permit is ours, else parked (no thread).
+    // If no thread can be made, the error reaches the consumer, the permit
+    // goes back and a later wake tries again (parked producers then wait
+    // for another holder: the process is out of threads anyway).
+    static void schedule(const std::shared_ptr<Shared>& self) {
+      bool permit = false;
+      try {
+        permit = self->gate->acquire_or_park(self, &step);
+        if (permit) self->runtime->spawn([s = self] { run(s); });
+      } catch (...) {
+        if (permit) self->gate->release();
+        self->wakeups.store(0, std::memory_order_release);
+        throw;
+      }
+    }
+
+    // A driver thread's job: this producer, then those whose permits it
+    // handed on (each on this thread, so the threads follow the permits).
+    static void run(std::shared_ptr<Shared> self) noexcept {
+      Gate::Parked next = step(std::move(self));
+      while (next.producer) next = next.step(std::move(next.producer));
+    }
+
+    // Runs a producer that holds a permit until it stops.
+    static Gate::Parked step(std::shared_ptr<void> producer) noexcept {
+      auto self = std::static_pointer_cast<Shared>(std::move(producer));
+      Shared& s = *self;
+      Gate::Parked handed;
+      bool permit = true;
+      for (;;) {
+        const std::uint32_t seen = s.wakeups.load(std::memory_order_acquire);
+        const Outcome outcome = s.work(self, permit, handed);
+        permit = false;
+        if (outcome == Outcome::parked) return handed;  // handed a permit later
+        if (outcome == Outcome::finished) {
+          s.exited.store(true, std::memory_order_release);
+          s.exit_signal.notify();
+          return handed;
+        }
+        if (s.wakeups.fetch_sub(seen, std::memory_order_acq_rel) == seen) return handed;
+      }
+    }
+
+    // Pulls in bursts while the ring has room, as produce() does, and
+    // returns instead of waiting for room or a permit. A producer its
+    // release handed the permit to comes back in `handed` (it then parks
+    // or stops itself, since the permit is gone).
+    Outcome work(const std::shared_ptr<Shared>& self, bool permit, Gate::Parked& handed) noexcept {
+      static constexpr int burst = 64;
+      for (;;) {
+        if (!permit) {
+          if (cancelled.load(std::memory_order_acquire)) return Outcome::finished;
+          if (!room_or_register()) return Outcome::full;
+          try {
+            if (!gate->acquire_or_park(self, &step)) return Outcome::parked;
+          } catch (...) {
+            store(Item{std::nullopt, std::current_exception()});
+            continue;
+          }
+        }
+        permit = false;
+        bool last = false;
+        for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
+          Item item;
+          try {
+            item.value = input->next();
+          } catch (...) {
+            item.error = std::current_exception();
+          }
+          last = !item.value && !item.error;
+          store(std::move(item));
+          if (last || !has_room()) break;
+        }
+        // One hand-off per step: a further release leaves the parked to the
+        // holder just handed a permit. (A mutex failing here terminates.)
+        if (handed.producer) {
+          gate->release();
+        } else {
+          handed = gate->release_and_take();
+        }
+        if (last) return Outcome::finished;
+      }
+    }
+
+    // True if the ring has room; otherwise asks the consumer to wake the
+    // producer once it drains to half, and re-checks (the consumer may have
+    // drained it before seeing the request).
+    bool room_or_register() noexcept {
+      const std::size_t t = tail.load(std::memory_order_relaxed);
+      if (t - head.load(std::memory_order_acquire) < room()) return true;
+      wants_room.store(true, std::memory_order_seq_cst);
+      if (t - head.load(std::memory_order_seq_cst) > room() / 2) return false;
+      wants_room.store(false, std::memory_order_relaxed);
+      return true;
     }
 
     bool has_room() const noexcept {
@@ -281,11 +470,14 @@ class Prefetcher {
     Notifier* also_notify;
     const std::atomic<std::int64_t>* limit;
     StageNode* node;
+    Runtime* runtime;
     alignas(64) std::atomic<std::size_t> head{0};  // consumer position
     alignas(64) std::atomic<std::size_t> tail{0};  // producer position
     Notifier not_empty, not_full, exit_signal;
     std::atomic<bool> cancelled{false};
     std::atomic<bool> exited{false};
+    std::atomic<std::uint32_t> wakeups{0};  // cooperative: the run token
+    std::atomic<bool> wants_room{false};    // cooperative: stopped, its ring full
   };
 
   std::optional<value_type> take_at(std::size_t head) {
@@ -302,7 +494,17 @@ class Prefetcher {
     item.value.reset();
     item.error = nullptr;
     s.head.store(head + 1, std::memory_order_release);
-    s.not_full.notify();  // a fence and a load unless the producer sleeps
+    if constexpr (Cooperative) {
+      // Pairs with room_or_register: the producer sees this head, or we see
+      // its request. A fence and a load unless it stopped on a full ring.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (s.wants_room.load(std::memory_order_relaxed) &&
+          s.tail.load(std::memory_order_relaxed) - (head + 1) <= s.room() / 2 &&
+          s.wants_room.exchange(false, std::memory_order_acq_rel))
+        Shared::wake(shared_);
+    } else {
+      s.not_full.notify();  // a fence and a load unless the producer sleeps
+    }
     if (error) std::rethrow_exception(error);
     if (!value) ended_ = true;
     return value;

@@ -4,12 +4,21 @@
 // exhausted one is replaced by the next input element's. tf.data
 // counterpart: InterleaveDataset / ParallelInterleaveDatasetV4, with exactly
 // its order when deterministic. With parallelism > 1 every open dataset (and
-// cycle_length more opened ahead, to hide open latency) is pulled by its own
-// driver thread into a small buffer, at most `parallelism` pulling at once:
-// the I/O-bound case of many files on slow storage. Non-deterministic mode
-// takes from whichever open dataset has an element ready. f runs on the
-// consumer's thread. Errors from f, from the input, or from an open dataset
-// surface from next() and iteration may continue.
+// min(cycle_length, 2 x parallelism, 64) more opened ahead, to hide open
+// latency) is pulled into a small buffer by a cooperative producer, at most
+// `parallelism` pulling at once: the I/O-bound case of many files on slow
+// storage. A producer holds a driver thread only while it pulls (it parks
+// in the gate, or stops on a full buffer, and returns its thread), so the
+// threads follow the parallelism, not cycle_length; the cycle grows as
+// inputs open (a cycle_length of 2^40 over 3 inputs holds 3 slots).
+// Non-deterministic mode takes from whichever open dataset has an element
+// ready. f and the input run on the consumer's thread. Errors from f, from
+// the input, or from an open dataset surface from next() at the position
+// parallelism 1 gives them (an input error raised while opening ahead waits
+// for its turn), and iteration may continue. Destroying the iterator stops
+// its cancellation source first, whose token the input and every opened
+// dataset carry (a batch being filled stops after the element in hand),
+// then stops and joins the producers.
 #pragma once
 
 #include <algorithm>
@@ -53,13 +62,18 @@ class InterleaveIterator {
     const std::atomic<std::int64_t>* tuned_parallelism = nullptr;  // an autotuned knob
   };
 
-  InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx)
-      : input_(std::move(input)),
+  /// `ctx` is the context of the opened datasets; `cancel` the source whose
+  /// token it (and the input's) carries, stopped when this is destroyed.
+  InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx,
+                     CancellationSource cancel = {})
+      : cancel_(std::move(cancel)),
+        input_(std::move(input)),
         f_(std::move(f)),
         config_(config),
         ctx_(std::move(ctx)),
         parallel_(config.parallelism > 1 || config.tuned_parallelism != nullptr),
-        cycle_(config.cycle_length) {
+        ahead_(std::min(config.cycle_length,
+                        2 * std::clamp<std::size_t>(config.parallelism, 1, max_ahead / 2))) {
     if (parallel_) {
       runtime_ = ctx_.runtime_or_default();
       shared_ = std::make_unique<Shared>(config.parallelism, config.tuned_parallelism);
@@ -68,7 +82,9 @@ class InterleaveIterator {
   InterleaveIterator(InterleaveIterator&&) noexcept = default;
   InterleaveIterator& operator=(InterleaveIterator&&) = delete;
   ~InterleaveIterator() {
-    // Ask every producer to stop first, then join them one by one.
+    // Stop the opened datasets' work between elements first, then ask every
+    // producer to stop, then join them one by one.
+    cancel_.request_stop();
     for (auto& e : cycle_) {
       if (e && e->fetcher) e->fetcher->request_stop();
     }
@@ -82,6 +98,7 @@ class InterleaveIterator {
   std::optional<value_type> next() {
     if (parallel_ && !config_.deterministic) return next_any();
     while (more_inputs() || open_ > 0) {
+      if (index_ == cycle_.size()) cycle_.emplace_back();  // the cycle grows as inputs open
       std::optional<Element>& slot = cycle_[index_];
       if (slot) {
         std::optional<value_type> x =
@@ -106,7 +123,7 @@ class InterleaveIterator {
   // through a prefetcher, or the error that opening it raised.
   struct Element {
     std::optional<InnerIt> direct;
-    std::optional<detail::Prefetcher<InnerIt>> fetcher;
+    std::optional<detail::Prefetcher<InnerIt, true>> fetcher;
     std::exception_ptr open_error;
   };
   struct Shared {
@@ -118,9 +135,11 @@ class InterleaveIterator {
   // Input elements not yet in the cycle: unread, or opened ahead.
   bool more_inputs() const noexcept { return !input_done_ || !future_.empty(); }
 
+  // To the next slot of the cycle. Past the slots opened so far, more are
+  // added while inputs remain; after the input's end they would stay empty.
   void advance() {
     block_ = 0;
-    index_ = (index_ + 1) % cycle_.size();
+    if (++index_ == config_.cycle_length || (index_ >= cycle_.size() && !more_inputs())) index_ = 0;
   }
 
   // Pulls from an open element; at its end returns nullopt.
@@ -140,10 +159,18 @@ class InterleaveIterator {
   }
 
   // Makes the next input element (f's dataset) an Element; nullopt at the
-  // input's end. Errors from the input propagate; errors from f or from
-  // creating the iterator are kept in the Element, to surface at its turn.
+  // input's end. Errors from the input, from f or from creating the
+  // iterator are kept in the Element, to surface at its turn (an input
+  // error read ahead then surfaces where parallelism 1 raises it).
   std::optional<Element> make_element() {
-    std::optional<In> x = input_.next();
+    std::optional<In> x;
+    try {
+      x = input_.next();
+    } catch (...) {
+      Element failed;
+      failed.open_error = std::current_exception();
+      return failed;
+    }
     if (!x) {
       input_done_ = true;
       return std::nullopt;
@@ -186,9 +213,9 @@ class InterleaveIterator {
     }
   }
 
-  // Keeps cycle_length elements opened ahead, so their producers start early.
+  // Keeps ahead_ elements opened ahead, so their producers start early.
   void open_ahead() {
-    while (!input_done_ && future_.size() < config_.cycle_length) {
+    while (!input_done_ && future_.size() < ahead_) {
       std::optional<Element> e = make_element();
       if (!e) break;
       future_.push_back(std::move(*e));
@@ -196,13 +223,13 @@ class InterleaveIterator {
   }
 
   // Non-deterministic: the first open element, from the current one on, with
-  // an element ready; waits for any producer when none is.
+  // an element ready; waits for any producer when none is. The cycle grows
+  // by one slot whenever nothing is ready and it is below cycle_length.
   std::optional<value_type> next_any() {
     for (;;) {
       for (auto& slot : cycle_) {
         if (!slot && more_inputs()) open(slot);
       }
-      if (open_ == 0) return std::nullopt;
       for (std::size_t k = 0; k < cycle_.size(); ++k) {
         std::optional<Element>& slot = cycle_[(index_ + k) % cycle_.size()];
         if (!slot) continue;
@@ -211,31 +238,41 @@ class InterleaveIterator {
         }
         std::optional<value_type> x;
         auto status = slot->fetcher->try_take(x);  // may rethrow an element's error
-        if (status == detail::Prefetcher<InnerIt>::Status::value) {
+        if (status == detail::Prefetcher<InnerIt, true>::Status::value) {
           index_ = (index_ + k + 1) % cycle_.size();
           return x;
         }
-        if (status == detail::Prefetcher<InnerIt>::Status::end) {
+        if (status == detail::Prefetcher<InnerIt, true>::Status::end) {
           close(slot);
           if (more_inputs()) open(slot);
         }
       }
-      if (open_ > 0) {
-        shared_->any_ready.wait_until([this] {
-          for (auto& slot : cycle_) {
-            if (slot && (slot->open_error || slot->fetcher->ready())) return true;
-          }
-          return false;
-        });
+      if (cycle_.size() < config_.cycle_length && more_inputs()) {
+        cycle_.emplace_back();
+        open(cycle_.back());
+        continue;
       }
+      if (open_ == 0) {
+        if (!more_inputs()) return std::nullopt;
+        continue;
+      }
+      shared_->any_ready.wait_until([this] {
+        for (auto& slot : cycle_) {
+          if (slot && (slot->open_error || slot->fetcher->ready())) return true;
+        }
+        return false;
+      });
     }
   }
 
+  CancellationSource cancel_;  // stopped first in the destructor
   InputIt input_;
   F f_;
   Config config_;
   IteratorContext ctx_;
   bool parallel_;
+  std::size_t ahead_;  // most elements opened ahead
+  static constexpr std::size_t max_ahead = 64;
   std::shared_ptr<Runtime> runtime_;
   std::unique_ptr<Shared> shared_;  // stable address: producers point into it
   std::vector<std::optional<Element>> cycle_;
@@ -289,8 +326,11 @@ class InterleaveDataset
                              static_cast<std::int64_t>(config.parallelism));
       if (ctx.node->parallelism.tunable()) config.tuned_parallelism = &ctx.node->parallelism.value;
     }
+    CancellationSource cancel(ctx.cancellation);
+    IteratorContext inner = ctx;
+    inner.cancellation = cancel.token();
     return InterleaveIterator<detail::child_iterator_t<Input>, F>(
-        detail::child_iterator(input_, ctx), f_, config, ctx);
+        detail::child_iterator(input_, inner), f_, config, inner, std::move(cancel));
   }
 
  private:
