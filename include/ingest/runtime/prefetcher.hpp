@@ -265,7 +265,6 @@ class Prefetcher {
     // ring has room (up to a burst), so the gate costs a lock per burst, not
     // per element, and only the pulling itself is limited.
     void produce() noexcept {
-      static constexpr int burst = 64;
       bool done = false;
       while (!done && !cancelled.load(std::memory_order_acquire)) {
         if (!wait_for_room()) break;
@@ -275,21 +274,7 @@ class Prefetcher {
           done = !push(Item{std::nullopt, std::current_exception()});
           continue;
         }
-        for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
-          Item item;
-          try {
-            item.value = input->next();
-          } catch (...) {
-            item.error = std::current_exception();
-          }
-          const bool last = !item.value && !item.error;
-          store(std::move(item));
-          if (last) {
-            done = true;
-            break;
-          }
-          if (!has_room()) break;
-        }
+        done = pull_burst();
         if (gate) gate->release();
       }
       exited.store(true, std::memory_order_release);
@@ -358,7 +343,6 @@ class Prefetcher {
     // release handed the permit to comes back in `handed` (it then parks
     // or stops itself, since the permit is gone).
     Outcome work(const std::shared_ptr<Shared>& self, bool permit, Gate::Parked& handed) noexcept {
-      static constexpr int burst = 64;
       for (;;) {
         if (!permit) {
           if (cancelled.load(std::memory_order_acquire)) return Outcome::finished;
@@ -371,18 +355,7 @@ class Prefetcher {
           }
         }
         permit = false;
-        bool last = false;
-        for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
-          Item item;
-          try {
-            item.value = input->next();
-          } catch (...) {
-            item.error = std::current_exception();
-          }
-          last = !item.value && !item.error;
-          store(std::move(item));
-          if (last || !has_room()) break;
-        }
+        const bool last = pull_burst();
         // One hand-off per step: a further release leaves the parked to the
         // holder just handed a permit. (A mutex failing here terminates.)
         if (handed.producer) {
@@ -404,6 +377,25 @@ class Prefetcher {
       if (t - head.load(std::memory_order_seq_cst) > room() / 2) return false;
       wants_room.store(false, std::memory_order_relaxed);
       return true;
+    }
+
+    // Pulls up to a burst of elements into the ring while it has room and
+    // the producer is not cancelled; true once the input's end is stored.
+    bool pull_burst() {
+      static constexpr int burst = 64;
+      for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
+        Item item;
+        try {
+          item.value = input->next();
+        } catch (...) {
+          item.error = std::current_exception();
+        }
+        const bool last = !item.value && !item.error;
+        store(std::move(item));
+        if (last) return true;
+        if (!has_room()) break;
+      }
+      return false;
     }
 
     bool has_room() const noexcept {
