@@ -90,6 +90,15 @@ struct IteratorContext {
   const std::shared_ptr<Runtime>& runtime_or_default() const {
     return runtime ? runtime : default_runtime();
   }
+
+  /// This context for the inputs of a stage that stops them when it is
+  /// destroyed: its cancellation is `source`'s token (a source made from
+  /// this context's token, so an outer stop reaches them too).
+  IteratorContext cancellable_by(const CancellationSource& source) const {
+    IteratorContext inner = *this;
+    inner.cancellation = source.token();
+    return inner;
+  }
 };
 
 /// The iterator type of dataset D.

@@ -480,8 +480,7 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
     const auto& runtime = ctx.runtime_or_default();
     typename Backend::Engine engine(shared->resources, options_, *runtime);
     CancellationSource cancel(ctx.cancellation);
-    IteratorContext inner = ctx;
-    inner.cancellation = cancel.token();
+    IteratorContext inner = ctx.cancellable_by(cancel);
     Backend::adapt_input_context(inner, options_);
     using Step = LoadStep<Backend, child_iterator_t<Input>>;
     return PrefetchIterator<Step>(

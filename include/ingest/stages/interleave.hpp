@@ -339,8 +339,7 @@ class InterleaveDataset
       if (ctx.node->parallelism.tunable()) config.tuned_parallelism = &ctx.node->parallelism.value;
     }
     CancellationSource cancel(ctx.cancellation);
-    IteratorContext inner = ctx;
-    inner.cancellation = cancel.token();
+    const IteratorContext inner = ctx.cancellable_by(cancel);
     return InterleaveIterator<detail::child_iterator_t<Input>, F>(
         detail::child_iterator(input_, inner), f_, config, inner, std::move(cancel));
   }

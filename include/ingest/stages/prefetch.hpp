@@ -90,8 +90,7 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
       if (ctx.node->buffer.tunable()) capacity = static_cast<std::size_t>(max_tuned_buffer);
     }
     CancellationSource cancel(ctx.cancellation);
-    IteratorContext inner = ctx;
-    inner.cancellation = cancel.token();
+    const IteratorContext inner = ctx.cancellable_by(cancel);
     return PrefetchIterator<detail::child_iterator_t<Input>>(
         detail::child_iterator(input_, inner), capacity, runtime, ctx.node, std::move(cancel));
   }
