@@ -2,6 +2,8 @@
 // range(N) -> map(x -> 2x+1) -> batch(256, drop_remainder), the consumer sums
 // every batch. Reference: a hand-written loop that writes each batch of 256
 // values into a reused buffer and sums it, compiled with the same flags.
+// Built twice: bench_w1_overhead (the build type's flags) and
+// bench_w1_overhead_native (-O3 -march=native).
 #include <cstdint>
 #include <type_traits>
 #include <vector>

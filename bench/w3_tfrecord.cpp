@@ -14,9 +14,15 @@
 //   W3/pipeline/parallel_autotuned*  the full W3 pipeline: list_files ->
 //                  parallel interleave(tfrecord, cycle 4) -> decode -> shuffle(10,000)
 //                  -> batch(256) -> prefetch, every knob autotuned
+//   W3/users/*     the full W3 pipeline as users write it (issue 11): the map
+//                  function the README teaches (a fresh ParsedExample, a new
+//                  float32 Tensor per image), every knob autotuned, against the
+//                  same function alone in a plain loop over the records in memory
+//                  x the cores; GZIP against bare inflate x the cores
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +30,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <ingest/ingest.hpp>
@@ -258,6 +266,54 @@ void parallel_pipeline(benchmark::State& state, bool gzip) {
   consume(state, ingest::bench::w3::pipeline(gzip, Knobs{}), gzip);
 }
 
+// --- as users write it --------------------------------------------------------
+
+// The map function as the README teaches it: parse_example returning a fresh
+// ParsedExample, decode_raw, a new float32 Tensor per image.
+struct UserDecode {
+  std::pair<ingest::Tensor, std::int64_t> operator()(const std::string& record) const {
+    const ingest::ParsedExample ex = ingest::parse_example(record, w3_spec());
+    const ingest::Tensor pixels =
+        ingest::decode_raw(ex.bytes("image")[0], ingest::DType::uint8, {32, 32, 3});
+    ingest::Tensor image(ingest::DType::float32, ingest::Shape{32, 32, 3});
+    const std::uint8_t* in = pixels.data<std::uint8_t>();
+    float* out = image.data<float>();
+    for (std::size_t i = 0; i < image_bytes; ++i)
+      out[i] = (static_cast<float>(in[i]) - 127.5f) / 127.5f;
+    return {std::move(image), ex.tensor("label").item<std::int64_t>()};
+  }
+};
+
+// The user's function alone, in a plain loop over every record in memory:
+// the rate one core reaches without any pipeline.
+void user_function_alone(benchmark::State& state) {
+  for (auto _ : state) {
+    double sum = 0;
+    for (const auto& r : data().records) {
+      const auto [image, label] = UserDecode{}(r);
+      sum += image.data<float>()[0] + static_cast<double>(label);
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  count(state, data().plain_bytes);
+}
+
+void users_pipeline(benchmark::State& state, bool gzip) {
+  const auto compression = gzip ? ingest::Compression::gzip : ingest::Compression::none;
+  const std::string pattern = (data().dir / (gzip ? "train-*.gz" : "train-*-of-00016")).string();
+  const auto ds = ingest::list_files(pattern)
+                      .interleave(
+                          [compression](std::string path) {
+                            return ingest::tfrecord(path, {.compression = compression});
+                          },
+                          {.cycle_length = 4, .parallelism = ingest::autotune})
+                      .map(UserDecode{}, {.parallelism = ingest::autotune})
+                      .shuffle(10'000, {.seed = 7})
+                      .batch(batch_size)
+                      .prefetch(ingest::autotune);
+  consume(state, ds, gzip);
+}
+
 }  // namespace
 
 void ingest::bench::register_benchmarks(const Config& config) {
@@ -308,4 +364,13 @@ void ingest::bench::register_benchmarks(const Config& config) {
   ms(benchmark::RegisterBenchmark("W3/pipeline/parallel_autotuned_gzip", parallel_pipeline, true)
          ->UseRealTime());
   set_reference("W3/pipeline/", "W3/read/page_cache");
+
+  // As users write it: against the function alone x the cores, and GZIP
+  // against bare inflate x the cores (both in records/s).
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  ms(benchmark::RegisterBenchmark("W3/users/function_alone", user_function_alone));
+  ms(benchmark::RegisterBenchmark("W3/users/pipeline", users_pipeline, false)->UseRealTime());
+  ms(benchmark::RegisterBenchmark("W3/users_gzip/pipeline", users_pipeline, true)->UseRealTime());
+  set_reference("W3/users/", "W3/users/function_alone", cores, "x");
+  set_reference("W3/users_gzip/", "W3/gzip/inflate", cores, "x");
 }

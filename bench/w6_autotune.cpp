@@ -9,6 +9,11 @@
 // Then a rematch: the grid's fastest point and the autotuned pipeline run
 // alternately, five times each, and their medians are compared (the best of
 // 48 single runs alone is biased upward by run-to-run noise).
+//
+// W6/chained (issue 11): range -> map(light, ~4 us) -> map(heavy, ~40 us) ->
+// batch(64) -> prefetch, every knob autotuned, against the best point of a grid
+// (light map 1-2 x heavy map 1-4 x prefetch 1/2/4) and a rematch, on 20,000
+// elements (2,000 with --smoke).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -132,6 +137,137 @@ void rematch(benchmark::State& state, int rounds) {
   ingest::bench::note(line);
 }
 
+// --- chained maps ---------------------------------------------------------------
+
+// Integer work of a calibrated duration on an element.
+struct Spin {
+  std::int64_t rounds;
+  std::int64_t operator()(std::int64_t x) const {
+    auto h = static_cast<std::uint64_t>(x);
+    for (std::int64_t k = 0; k < rounds; ++k) {
+      h = h * 6364136223846793005ULL + 1442695040888963407ULL;
+      h ^= h >> 33;
+    }
+    return x + static_cast<std::int64_t>(h & 1);
+  }
+};
+
+struct Chained {
+  Spin light{2'000}, heavy{20'000};
+  std::int64_t elements = 20'000;
+};
+Chained& chained() {
+  static Chained c;
+  return c;
+}
+
+struct ChainKnobs {
+  std::int64_t light = ingest::autotune, heavy = ingest::autotune, prefetch = ingest::autotune;
+};
+
+std::string chain_name(const ChainKnobs& k) {
+  return "light" + std::to_string(k.light) + "_heavy" + std::to_string(k.heavy) + "_prefetch" +
+         std::to_string(k.prefetch);
+}
+
+// One pass of the chained pipeline; elements per second.
+double run_chained(ChainKnobs k) {
+  const Chained& c = chained();
+  const auto ds = ingest::range(c.elements)
+                      .map(c.light, {.parallelism = k.light})
+                      .map(c.heavy, {.parallelism = k.heavy})
+                      .batch(64)
+                      .prefetch(k.prefetch)
+                      .with_options({});
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t batches = 0;
+  for (const auto& b : ds) {
+    benchmark::DoNotOptimize(b);
+    ++batches;
+  }
+  benchmark::DoNotOptimize(batches);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(c.elements) / s;
+}
+
+struct BestChain {
+  double rate = 0;
+  ChainKnobs knobs{1, 1, 1};
+};
+BestChain& best_chain() {
+  static BestChain b;
+  return b;
+}
+
+void one_chained(benchmark::State& state, ChainKnobs k, bool grid) {
+  double rate = 0;
+  for (auto _ : state) rate = run_chained(k);
+  state.counters["elements_per_second"] = rate;
+  state.SetItemsProcessed(state.iterations() * chained().elements);
+  if (grid && rate > best_chain().rate) best_chain() = {rate, k};
+}
+
+void rematch_chained(benchmark::State& state, int rounds) {
+  const ChainKnobs best = best_chain().knobs;
+  std::vector<double> tuned, hand;
+  for (auto _ : state) {
+    for (int r = 0; r < rounds; ++r) {
+      tuned.push_back(run_chained(ChainKnobs{}));
+      hand.push_back(run_chained(best));
+    }
+  }
+  const double t = median(tuned), h = median(hand);
+  char line[240];
+  std::snprintf(line, sizeof line,
+                "W6 chained rematch (%d rounds, %lld elements, medians): autotuned %.0f/s vs best "
+                "grid point %s %.0f/s: %.3f x",
+                rounds, static_cast<long long>(chained().elements), t, chain_name(best).c_str(),
+                h, t / h);
+  ingest::bench::note(line);
+}
+
+// Rounds of Spin that take `us` microseconds here.
+std::int64_t calibrate(double us) {
+  Spin probe{100'000};
+  std::int64_t sink = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) sink += probe(i);
+  benchmark::DoNotOptimize(sink);
+  const double took =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      20;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(100'000 * us / took));
+}
+
+void register_chained(const ingest::bench::Config& config) {
+  Chained& c = chained();
+  c.light.rounds = calibrate(4);
+  c.heavy.rounds = calibrate(40);
+  c.elements = config.smoke ? 2'000 : 20'000;
+  run_chained(ChainKnobs{1, 2, 2});  // warm-up, unmeasured
+  benchmark::RegisterBenchmark("W6/chained/autotuned", one_chained, ChainKnobs{}, false)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1);
+  for (std::int64_t light : {1, 2}) {
+    for (std::int64_t heavy : {1, 2, 3, 4}) {
+      for (std::int64_t prefetch : {1, 2, 4}) {
+        const ChainKnobs k{light, heavy, prefetch};
+        benchmark::RegisterBenchmark(("W6/chained/grid/" + chain_name(k)).c_str(), one_chained, k,
+                                     true)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime()
+            ->Iterations(1);
+      }
+    }
+  }
+  benchmark::RegisterBenchmark("W6/chained/rematch", rematch_chained, config.smoke ? 1 : 5)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1);
+  ingest::bench::compare_with_best("W6/chained/autotuned", "W6/chained/grid/");
+}
+
 }  // namespace
 
 void ingest::bench::register_benchmarks(const Config& config) {
@@ -204,4 +340,6 @@ void ingest::bench::register_benchmarks(const Config& config) {
       ->Iterations(1);
   set_reference("W6/grid/", "W6/autotuned", 1.0, "x autotuned");
   compare_with_best("W6/autotuned", "W6/grid/");
+
+  register_chained(config);
 }
