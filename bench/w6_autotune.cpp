@@ -221,8 +221,8 @@ void rematch_chained(benchmark::State& state, int rounds) {
   std::snprintf(line, sizeof line,
                 "W6 chained rematch (%d rounds, %lld elements, medians): autotuned %.0f/s vs best "
                 "grid point %s %.0f/s: %.3f x",
-                rounds, static_cast<long long>(chained().elements), t, chain_name(best).c_str(),
-                h, t / h);
+                rounds, static_cast<long long>(chained().elements), t, chain_name(best).c_str(), h,
+                t / h);
   ingest::bench::note(line);
 }
 
