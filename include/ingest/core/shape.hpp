@@ -93,6 +93,15 @@ class Shape {
   }
 
  private:
+  friend class Tensor;
+  // [0]: a moved-from Tensor's shape, built without a call (a Tensor moves on
+  // every hand-off, and assign() would write the shape through the stack).
+  static constexpr Shape empty_vector() noexcept {
+    Shape s;
+    s.rank_ = 1;
+    return s;
+  }
+
   void assign(const std::int64_t* dims, std::size_t n) {
     if (n > max_rank) {
       throw InvalidArgument("shape of rank " + std::to_string(n) + " exceeds the maximum rank " +

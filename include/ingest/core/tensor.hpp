@@ -28,7 +28,7 @@ namespace ingest {
 class Tensor {
  public:
   /// An undefined tensor: no storage, float32, shape [0].
-  Tensor() noexcept : shape_(zero_shape()), dtype_(DType::float32) {}
+  Tensor() noexcept : shape_(Shape::empty_vector()), dtype_(DType::float32) {}
 
   /// A tensor with uninitialised contents. Throws InvalidArgument for a shape
   /// that is not concrete or larger than max_tensor_bytes.
@@ -100,8 +100,10 @@ class Tensor {
   Tensor(Tensor&& o) noexcept
       : block_(std::exchange(o.block_, nullptr)),
         offset_(std::exchange(o.offset_, 0)),
-        shape_(std::exchange(o.shape_, zero_shape())),
-        dtype_(o.dtype_) {}
+        shape_(o.shape_),
+        dtype_(o.dtype_) {
+    o.shape_ = Shape::empty_vector();
+  }
   Tensor& operator=(const Tensor& o) noexcept {
     if (this != &o) {
       detail::retain(o.block_);
@@ -118,7 +120,8 @@ class Tensor {
       detail::release(block_);
       block_ = std::exchange(o.block_, nullptr);
       offset_ = std::exchange(o.offset_, 0);
-      shape_ = std::exchange(o.shape_, zero_shape());
+      shape_ = o.shape_;
+      o.shape_ = Shape::empty_vector();
       dtype_ = o.dtype_;
     }
     return *this;
@@ -256,7 +259,6 @@ class Tensor {
   friend std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
  private:
-  static Shape zero_shape() noexcept { return Shape{0}; }
   static void check_concrete(const Shape& s) {
     if (!s.is_concrete()) {
       throw InvalidArgument("a tensor's shape must be concrete, got " + s.to_string());
