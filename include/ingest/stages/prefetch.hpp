@@ -84,9 +84,12 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
     std::size_t capacity = size;
     if (ctx.node) {
       ctx.node->kind = detail::StageKind::prefetch;
-      // A tuned buffer starts at one element and grows only as the
-      // autotuner finds it pays within the RAM budget.
-      detail::configure_knob(ctx.node->buffer, buffer_size_, 1, max_tuned_buffer, 1);
+      // A tuned buffer starts at two elements (with one, the producer stops
+      // at every hand-off until the consumer takes it, and the stages it
+      // drives stop launching work: W6 chained maps 0.90 -> 0.97 x the best
+      // grid point) and grows only as the autotuner finds it pays within
+      // the RAM budget.
+      detail::configure_knob(ctx.node->buffer, buffer_size_, 2, max_tuned_buffer, 2);
       if (ctx.node->buffer.tunable()) capacity = static_cast<std::size_t>(max_tuned_buffer);
     }
     CancellationSource cancel(ctx.cancellation);
