@@ -91,22 +91,22 @@ std::string knobs_name(const Knobs& k) {
          std::to_string(k.interleave_parallelism) + "_prefetch" + std::to_string(k.prefetch);
 }
 
-// The fastest grid point so far, for the rematch.
-struct BestGrid {
+// The fastest grid point so far of a workload with knobs K, for its rematch.
+template <class K>
+struct Best {
   double rate = 0;
-  Knobs knobs;
+  K knobs{};
 };
-BestGrid& best_grid() {
-  static BestGrid b;
-  return b;
-}
 
-void one(benchmark::State& state, Knobs knobs, bool grid) {
+// One pass with knobs `k` (`run(k)` returns items per second, `items` per
+// pass); a grid point may become the best.
+template <class K, class Run>
+void measure(benchmark::State& state, Run run, K k, std::int64_t items, Best<K>* best) {
   double rate = 0;
-  for (auto _ : state) rate = run(knobs);
-  state.counters["records_per_second"] = rate;
-  state.SetItemsProcessed(state.iterations() * data().num_records);
-  if (grid && rate > best_grid().rate) best_grid() = {rate, knobs};
+  for (auto _ : state) rate = run(k);
+  state.counters["items_per_pass_per_second"] = rate;
+  state.SetItemsProcessed(state.iterations() * items);
+  if (best && rate > best->rate) *best = {rate, k};
 }
 
 double median(std::vector<double> v) {
@@ -114,19 +114,33 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The best of 48 single runs is biased upward by the run-to-run noise (a few
-// percent here): the grid's winner is re-run against the autotuned pipeline,
-// alternately, `rounds` times each, and their medians compared.
-void rematch(benchmark::State& state, int rounds) {
-  const Knobs best = best_grid().knobs;
+// The best of many single runs is biased upward by the run-to-run noise (a
+// few percent here): the grid's winner is re-run against the autotuned
+// pipeline (knobs K{}), alternately, `rounds` times each; their medians.
+template <class K, class Run>
+std::pair<double, double> rematch_medians(benchmark::State& state, int rounds, Run run, K best) {
   std::vector<double> tuned, hand;
   for (auto _ : state) {
     for (int r = 0; r < rounds; ++r) {
-      tuned.push_back(run(Knobs{}));
+      tuned.push_back(run(K{}));
       hand.push_back(run(best));
     }
   }
-  const double t = median(tuned), h = median(hand);
+  return {median(tuned), median(hand)};
+}
+
+Best<Knobs>& best_grid() {
+  static Best<Knobs> b;
+  return b;
+}
+
+void one(benchmark::State& state, Knobs knobs, bool grid) {
+  measure(state, run, knobs, data().num_records, grid ? &best_grid() : nullptr);
+}
+
+void rematch(benchmark::State& state, int rounds) {
+  const Knobs best = best_grid().knobs;
+  const auto [t, h] = rematch_medians(state, rounds, run, best);
   state.counters["autotuned_per_second"] = t;
   state.counters["best_grid_per_second"] = h;
   char line[240];
@@ -190,33 +204,18 @@ double run_chained(ChainKnobs k) {
   return static_cast<double>(c.elements) / s;
 }
 
-struct BestChain {
-  double rate = 0;
-  ChainKnobs knobs{1, 1, 1};
-};
-BestChain& best_chain() {
-  static BestChain b;
+Best<ChainKnobs>& best_chain() {
+  static Best<ChainKnobs> b;
   return b;
 }
 
 void one_chained(benchmark::State& state, ChainKnobs k, bool grid) {
-  double rate = 0;
-  for (auto _ : state) rate = run_chained(k);
-  state.counters["elements_per_second"] = rate;
-  state.SetItemsProcessed(state.iterations() * chained().elements);
-  if (grid && rate > best_chain().rate) best_chain() = {rate, k};
+  measure(state, run_chained, k, chained().elements, grid ? &best_chain() : nullptr);
 }
 
 void rematch_chained(benchmark::State& state, int rounds) {
   const ChainKnobs best = best_chain().knobs;
-  std::vector<double> tuned, hand;
-  for (auto _ : state) {
-    for (int r = 0; r < rounds; ++r) {
-      tuned.push_back(run_chained(ChainKnobs{}));
-      hand.push_back(run_chained(best));
-    }
-  }
-  const double t = median(tuned), h = median(hand);
+  const auto [t, h] = rematch_medians(state, rounds, run_chained, best);
   char line[240];
   std::snprintf(line, sizeof line,
                 "W6 chained rematch (%d rounds, %lld elements, medians): autotuned %.0f/s vs best "

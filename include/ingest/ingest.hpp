@@ -6,7 +6,6 @@
 #pragma once
 
 #include "ingest/core/allocator.hpp"
-#include "ingest/core/any_dataset.hpp"
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/context.hpp"
 #include "ingest/core/dataset.hpp"
@@ -35,6 +34,7 @@
 #include "ingest/sources/range.hpp"
 #include "ingest/sources/text_lines.hpp"
 #include "ingest/sources/tfrecord.hpp"
+#include "ingest/stages/any_dataset.hpp"
 #include "ingest/stages/batch.hpp"
 #include "ingest/stages/cache.hpp"
 #include "ingest/stages/concatenate.hpp"

@@ -1,6 +1,6 @@
 // HostLoader: the loader with the host backend. It copies each batch into a
 // pooled host buffer on a background thread, with the same ring, order and
-// lifetime rules as cuda::DeviceLoader (ingest/runtime/loader.hpp), so it
+// lifetime rules as cuda::DeviceLoader (runtime/loader_core.hpp), so it
 // serves CPU-only training and tests that logic without a GPU. Its "copy
 // stream" is a thread that runs copies in order; its events are
 // std::shared_future<void>. Needs <dlpack/dlpack.h> (libdlpack-dev) for
@@ -25,8 +25,8 @@
 #include "ingest/core/context.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/tensor.hpp"
-#include "ingest/runtime/loader.hpp"
 #include "ingest/runtime/runtime.hpp"
+#include "ingest/stages/loader_dataset.hpp"
 
 namespace ingest {
 
@@ -107,7 +107,7 @@ class HostStream {
   bool started_ = false;
 };
 
-/// The host backend of the loaders (see runtime/loader.hpp for the contract).
+/// The host backend of the loaders (see runtime/loader_core.hpp for the contract).
 struct HostBackend {
   using batch_type = HostBatch;
   using options_type = HostLoaderOptions;

@@ -13,16 +13,16 @@ using namespace ingest::detail;
 using namespace ingest::testing;
 
 namespace {
-// A synthetic pipeline: nodes with given kinds, costs and knobs.
+// A synthetic pipeline: nodes of given types (models), costs and knobs.
 struct Synthetic {
   std::vector<std::unique_ptr<StageNode>> nodes;
   std::vector<NodeView> views;
 
   // Adds a node; `inputs` are indexes of earlier-added nodes it pulls from.
-  std::size_t add(const char* name, StageKind kind, double self_ns, std::int64_t elements,
+  template <class Node = StageNode>
+  std::size_t add(const char* name, double self_ns, std::int64_t elements,
                   std::vector<std::size_t> inputs = {}, double bytes = 8) {
-    nodes.push_back(std::make_unique<StageNode>(name, nullptr, 0));
-    nodes.back()->kind = kind;
+    nodes.push_back(std::make_unique<Node>(name, nullptr, 0));
     NodeView v;
     v.node = nodes.back().get();
     v.self_ns = self_ns;
@@ -54,10 +54,10 @@ TEST_CASE("the queue model behaves at its limits", "[runtime][autotuner]") {
 TEST_CASE("a slow stage gets the parallelism", "[runtime][autotuner]") {
   Synthetic p;
   // root <- slow parallel map (100 us) <- source; and a fast parallel map.
-  const auto src = p.add("range", StageKind::sync, 100, 1000);
-  const auto slow = p.add("slow map", StageKind::parallel_map, 100'000, 1000, {src});
-  const auto fast = p.add("fast map", StageKind::parallel_map, 1'000, 1000, {slow});
-  const auto root = p.add("batch", StageKind::sync, 50, 1000, {fast});
+  const auto src = p.add("range", 100, 1000);
+  const auto slow = p.add<ParallelMapNode>("slow map", 100'000, 1000, {src});
+  const auto fast = p.add<ParallelMapNode>("fast map", 1'000, 1000, {slow});
+  const auto root = p.add("batch", 50, 1000, {fast});
   std::swap(p.views[root], p.views[0]);  // the root first, as in a snapshot
   for (auto& v : p.views) {
     for (auto& in : v.inputs) in = in == root ? 0 : in == 0 ? root : in;
@@ -77,8 +77,8 @@ TEST_CASE("a slow stage gets the parallelism", "[runtime][autotuner]") {
 
 TEST_CASE("the CPU budget caps the parallelism", "[runtime][autotuner]") {
   Synthetic p;
-  const auto root = p.add("map", StageKind::parallel_map, 50'000, 1000);
-  const auto src = p.add("range", StageKind::sync, 10, 1000);
+  const auto root = p.add<ParallelMapNode>("map", 50'000, 1000);
+  const auto src = p.add("range", 10, 1000);
   p.views[root].inputs = {src};
   configure_knob(p.node(root).parallelism, autotune, 1, 64, 1);
   for (std::int64_t cpu : {1, 2, 5}) {
@@ -90,9 +90,9 @@ TEST_CASE("the CPU budget caps the parallelism", "[runtime][autotuner]") {
 
 TEST_CASE("a cost change moves the parallelism", "[runtime][autotuner]") {
   Synthetic p;
-  const auto a = p.add("a", StageKind::parallel_map, 80'000, 1000);
-  const auto b = p.add("b", StageKind::parallel_map, 1'000, 1000);
-  const auto src = p.add("range", StageKind::sync, 10, 1000);
+  const auto a = p.add<ParallelMapNode>("a", 80'000, 1000);
+  const auto b = p.add<ParallelMapNode>("b", 1'000, 1000);
+  const auto src = p.add("range", 10, 1000);
   p.views[a].inputs = {b};
   p.views[b].inputs = {src};
   configure_knob(p.node(a).parallelism, autotune, 1, 8, 1);
@@ -111,8 +111,8 @@ TEST_CASE("a cost change moves the parallelism", "[runtime][autotuner]") {
 TEST_CASE("a prefetch buffer grows only while it pays and fits the RAM budget",
           "[runtime][autotuner]") {
   Synthetic p;
-  const auto pf = p.add("prefetch", StageKind::prefetch, 0, 1000, {}, 8e6);  // 8 MB elements
-  const auto src = p.add("decode", StageKind::sync, 10'000, 1000, {}, 8e6);
+  const auto pf = p.add<PrefetchNode>("prefetch", 0, 1000, {}, 8e6);  // 8 MB elements
+  const auto src = p.add("decode", 10'000, 1000, {}, 8e6);
   p.views[pf].inputs = {src};
   configure_knob(p.node(pf).buffer, autotune, 1, 64, 1);
   // A consumer as slow as the producer: buffering hides the variance.
@@ -131,7 +131,7 @@ TEST_CASE("a prefetch buffer grows only while it pays and fits the RAM budget",
 
 TEST_CASE("fixed knobs are left alone", "[runtime][autotuner]") {
   Synthetic p;
-  const auto m = p.add("map", StageKind::parallel_map, 50'000, 1000);
+  const auto m = p.add<ParallelMapNode>("map", 50'000, 1000);
   configure_knob(p.node(m).parallelism, 3, 1, 8, 3);
   Optimizer o(p.views, 0);
   o.optimize(budget(8));
@@ -194,15 +194,15 @@ TEST_CASE(
     "stages set up their node while the autotuner reads it (repeat's new iterator each "
     "epoch)",
     "[runtime][autotuner][concurrency]") {
-  // A data race under ThreadSanitizer before StageNode::kind and
-  // nominal_ratio were atomic. In a pipeline the window is a few
+  // A data race under ThreadSanitizer before the node's kind (now its type)
+  // and nominal_ratio were atomic. In a pipeline the window is a few
   // instructions (the next node registration takes the model's lock), so
   // here the stages get their nodes without a model and nothing orders
   // their writes with the optimizer's reads.
   auto model = std::make_shared<Model>();
-  StageNode* map_node = model->node(nullptr, "parallel_map");
+  StageNode* map_node = model->node<ParallelMapNode>(nullptr, "parallel_map");
   StageNode* batch_node = model->node(map_node, "batch");
-  StageNode* prefetch_node = model->node(batch_node, "prefetch");
+  StageNode* prefetch_node = model->node<PrefetchNode>(batch_node, "prefetch");
   const auto add_one = [](std::int64_t x) { return x + 1; };
   std::atomic<bool> stop{false};
   bool sane = true;  // Catch's assertions are not for other threads

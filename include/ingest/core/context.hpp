@@ -1,6 +1,6 @@
 // What an iterator learns from the pipeline that creates it: the runtime
-// (thread pool) its async stages use, whether order must be deterministic,
-// and where batch buffers come from. tf.data counterpart: IteratorContext.
+// (thread pool) its async stages use (see runtime_of in runtime/runtime.hpp), whether order must be
+// deterministic, and where batch buffers come from. tf.data counterpart: IteratorContext.
 // with_options() overrides these for the stages before it. Stages copy what
 // they need: an iterator must not keep a reference to the context.
 #pragma once
@@ -11,10 +11,16 @@
 
 #include "ingest/core/allocator.hpp"
 #include "ingest/core/errors.hpp"
-#include "ingest/runtime/model.hpp"
-#include "ingest/runtime/runtime.hpp"
 
 namespace ingest {
+
+// Defined by the runtime layer (runtime/runtime.hpp, runtime/model.hpp); the
+// context only carries pointers to them.
+class Runtime;
+namespace detail {
+class Model;
+class StageNode;
+}  // namespace detail
 
 /// Whether the consumer of an iterator is gone. An iterator that owns
 /// threads (prefetch, the loaders) stops its token when it is destroyed;
@@ -85,11 +91,6 @@ struct IteratorContext {
   detail::StageNode* node = nullptr;
   /// Stopped when the iterator that consumes this one's output is destroyed.
   CancellationToken cancellation{};
-
-  /// The runtime to use: this context's, or the process-wide default.
-  const std::shared_ptr<Runtime>& runtime_or_default() const {
-    return runtime ? runtime : default_runtime();
-  }
 
   /// This context for the inputs of a stage that stops them when it is
   /// destroyed: its cancellation is `source`'s token (a source made from

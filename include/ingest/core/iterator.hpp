@@ -62,6 +62,24 @@ concept map_fusing_iterator = requires(It& it, std::span<U> out, F& f, std::exce
 
 namespace detail {
 
+/// The bulk protocol's one rule about errors, for iterators whose fill()
+/// stops at a failed element: the element's error is kept for the next call
+/// of next() (fill() returns the elements before it and then nothing while
+/// the error waits), so no element and no error is lost.
+class DeferredError {
+ public:
+  explicit operator bool() const noexcept { return error_ != nullptr; }
+  void defer(std::exception_ptr error) noexcept { error_ = std::move(error); }
+  /// At the start of next(): rethrows the deferred error, once.
+  void rethrow_if_any() {
+    if (error_) [[unlikely]]
+      std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  std::exception_ptr error_;
+};
+
 /// The next element of `input` for a stage that numbers its input elements
 /// (for error positions): an input element that fails still takes its
 /// position. One definition of an element's position everywhere: its index

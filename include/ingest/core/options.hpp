@@ -24,6 +24,19 @@ class Runtime;
 /// per runtime thread.
 inline constexpr std::int64_t autotune = -1;
 
+namespace detail {
+/// Throws InvalidArgument unless a knob option (a map's or interleave's
+/// parallelism, a loader's depth, ...) is >= 1 or ingest::autotune: "<stage>:
+/// <what> must be >= 1 or ingest::autotune; got <value>".
+inline void check_knob_option(const char* stage, const char* what, std::int64_t value) {
+  if (value != autotune && value < 1) {
+    throw InvalidArgument(std::string(stage) + ": " + what +
+                              " must be >= 1 or ingest::autotune; got " + std::to_string(value),
+                          {.stage = stage});
+  }
+}
+}  // namespace detail
+
 /// Options of map with a parallelism (tf: map with num_parallel_calls).
 struct MapOptions {
   /// Calls of the function in flight at once; ingest::autotune to let the

@@ -2,7 +2,7 @@
 // yields DeviceBatches: each batch copied into a pooled device buffer with
 // cudaMemcpyAsync on the loader's own non-blocking stream, with an event the
 // consumer's stream waits on, so the training stream never blocks the host.
-// The ring, order and buffer lifetime logic is runtime/loader.hpp's, shared
+// The ring, order and buffer lifetime logic is runtime/loader_core.hpp's, shared
 // with HostLoader; this file is the CUDA backend (stream, events, pools).
 #pragma once
 
@@ -22,8 +22,8 @@
 #include "ingest/core/tensor.hpp"
 #include "ingest/cuda/allocator.hpp"
 #include "ingest/cuda/error.hpp"
-#include "ingest/runtime/loader.hpp"
 #include "ingest/runtime/runtime.hpp"
+#include "ingest/stages/loader_dataset.hpp"
 
 namespace ingest::cuda {
 
@@ -108,7 +108,7 @@ class EventPool : public std::enable_shared_from_this<EventPool> {
   std::vector<cudaEvent_t> free_;
 };
 
-/// The CUDA backend of the loaders (see runtime/loader.hpp for the contract).
+/// The CUDA backend of the loaders (see runtime/loader_core.hpp for the contract).
 struct CudaBackend {
   using batch_type = DeviceBatch;
   using options_type = DeviceLoaderOptions;

@@ -7,11 +7,13 @@
 // interleave's I/O fetchers are bounded by its cycle length) and a RAM budget (buffered bytes <=
 // ram_budget_bytes). tf.data counterpart: model::Model::Optimize with the hill-climbing algorithm.
 //
-// The model, as tf.data's: a synchronous stage adds its own time to its
-// inputs'; an asynchronous stage decouples its producer (time y per element,
-// divided by its parallelism) from its consumer (time x between calls)
-// through a buffer of n elements, and the consumer waits p_empty * y, with
-// p_empty from an M/M/1/n queue. Every tuning starts the knobs from their
+// The model, as tf.data's, is each node's own formula (runtime/model.hpp:
+// StageNode::modelled_time and its overrides): a synchronous stage adds its
+// own time to its inputs'; an asynchronous stage decouples its producer
+// (time y per element, divided by its parallelism) from its consumer (time
+// x between calls) through a buffer of n elements, and the consumer waits
+// p_empty * y, with p_empty from an M/M/1/n queue. The optimizer knows no
+// stage kinds: it asks the nodes. Every tuning starts the knobs from their
 // minimum and repeatedly applies the +1 (for buffers, x2) that lowers the
 // modelled latency most, so knobs also come down when costs fall. It uses
 // the measurements of the last period (or all of them while they are
@@ -36,8 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include "ingest/core/clock.hpp"
 #include "ingest/core/logging.hpp"
-#include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/model.hpp"
 #include "ingest/runtime/stats.hpp"
 
@@ -59,17 +61,6 @@ inline std::int64_t available_memory_bytes() {
 /// The default RAM budget: half of the memory available when tuning starts.
 inline std::int64_t default_ram_budget() { return available_memory_bytes() / 2; }
 
-/// Probability that an M/M/1/n queue is empty, consumer time x, producer time y.
-inline double probability_empty(double x, double y, double n) {
-  if (y <= 0) return 0;
-  if (x <= 0) return 1;
-  const double r = x / y;
-  if (std::abs(r - 1) < 1e-9) return 1 / (n + 1);
-  const double rn = std::pow(r, n + 1);
-  if (!std::isfinite(rn)) return 0;
-  return (1 - r) / (1 - rn);
-}
-
 /// The knobs of a model and the cost model over them; pure functions of a
 /// snapshot, so the decisions can be tested on synthetic costs.
 class Optimizer {
@@ -83,8 +74,7 @@ class Optimizer {
       : views_(std::move(views)), consumer_ns_(consumer_ns) {
     for (std::size_t i = 0; i < views_.size(); ++i) {
       StageNode& n = *views_[i].node;
-      par_.push_back(
-          n.kind == StageKind::prefetch ? 1 : std::max<std::int64_t>(n.parallelism.get(), 1));
+      par_.push_back(std::max<std::int64_t>(n.parallelism.get(), 1));
       buf_.push_back(std::max<std::int64_t>(n.buffer.get(), 1));
     }
   }
@@ -96,14 +86,7 @@ class Optimizer {
   double buffered_bytes() const {
     double total = 0;
     for (std::size_t i = 0; i < views_.size(); ++i) {
-      const NodeView& v = views_[i];
-      switch (v.node->kind) {
-        case StageKind::prefetch: total += static_cast<double>(buf_[i]) * v.bytes; break;
-        case StageKind::parallel_map:
-        case StageKind::map_and_batch:
-        case StageKind::interleave: total += static_cast<double>(2 * par_[i] + 1) * v.bytes; break;
-        default: break;
-      }
+      total += views_[i].node->buffered_bytes(knobs(i), views_[i].bytes);
     }
     return total;
   }
@@ -169,10 +152,8 @@ class Optimizer {
   // Stages whose parallelism runs on the compute pool (the CPU budget). An
   // interleave's fetchers are driver threads doing I/O: bounded by its cycle
   // length instead.
-  bool uses_pool(std::size_t i) const {
-    const StageKind k = views_[i].node->kind;
-    return k == StageKind::parallel_map || k == StageKind::map_and_batch;
-  }
+  bool uses_pool(std::size_t i) const { return views_[i].node->uses_pool(); }
+  KnobValues knobs(std::size_t i) const { return {par_[i], buf_[i]}; }
   bool is_parallel(std::size_t i) const { return uses_pool(i); }
   std::int64_t tuned_cpu() const {
     std::int64_t total = 0;
@@ -198,28 +179,8 @@ class Optimizer {
   // time between calls is consumer_ns.
   double time(std::size_t i, double consumer_ns) const {
     const NodeView& v = views_[i];
-    switch (v.node->kind) {
-      case StageKind::prefetch: {
-        const double y = v.self_ns + inputs_time(i, 0);  // the producer thread pulls back to back
-        return probability_empty(consumer_ns, y, static_cast<double>(buf_[i])) * y;
-      }
-      case StageKind::parallel_map:
-      case StageKind::map_and_batch: {
-        // Inputs are pulled by the consumer; the function runs on P threads.
-        const double pull = inputs_time(i, consumer_ns + v.self_ns);
-        const double y = v.self_ns / static_cast<double>(par_[i]);
-        return pull +
-               probability_empty(consumer_ns + pull, y, static_cast<double>(2 * par_[i])) * y;
-      }
-      case StageKind::interleave: {
-        if (par_[i] <= 1 && !v.node->parallelism.tunable())
-          return v.self_ns + inputs_time(i, consumer_ns);
-        const double y = (v.self_ns + inputs_time(i, 0)) / static_cast<double>(par_[i]);
-        return probability_empty(consumer_ns, y, static_cast<double>(2 * par_[i])) * y;
-      }
-      case StageKind::sync:
-      default: return v.self_ns + inputs_time(i, consumer_ns + v.self_ns);
-    }
+    const auto inputs = [this, i](double c) { return inputs_time(i, c); };
+    return v.node->modelled_time(v.self_ns, knobs(i), consumer_ns, InputsTime(inputs));
   }
 
   std::vector<NodeView> views_;

@@ -1,32 +1,71 @@
 // The control plane: one small non-template node per stage of a running
 // pipeline, holding its knobs (as atomics the stage reads) and its
 // measurements (atomics the stage adds to in batches, never per element).
-// tf.data counterpart: model::Node. The autotuner, stats() and the trace see
-// only these nodes, never a template. Iterators of the same stage (the
-// datasets an interleave opens one after another, say) share one node.
+// tf.data counterpart: model::Node and its subclasses. The autotuner,
+// stats() and the trace see only these nodes, never a template. Iterators of
+// the same stage (the datasets an interleave opens one after another, say)
+// share one node.
+//
+// The node's type is the stage's model: a dataset names it as `model_node`
+// (StageNode, the synchronous model, when it names none), and
+// child_iterator() creates the node of that type. A node type overrides the
+// few virtual functions below: its modelled time (its cost formula), the
+// bytes its buffers hold, whether its parallelism runs on the compute pool,
+// where its inputs run, and which knobs stats() shows. The autotuner and
+// stats() call only these, so a new async stage declares its node type here
+// or in its own header and touches neither. They are called per tuning step,
+// never per element. A dataset may also declare `batches = true` (it stacks
+// elements: tracing records every call from there on) and `hidden = true`
+// (configuration, not a stage: with_options, erase).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
-#include "ingest/runtime/chunking.hpp"
+#include "ingest/core/clock.hpp"
 
 namespace ingest::detail {
 
-/// What a stage is, for the performance model.
-enum class StageKind : std::uint8_t {
-  sync,           ///< computes on the consumer's thread (map, batch, filter, sources, ...)
-  parallel_map,   ///< map with a parallelism: f on the pool, inputs pulled by the consumer
-  map_and_batch,  ///< the fused form
-  prefetch,       ///< a producer thread and a buffer
-  interleave,     ///< opens inner datasets; parallel fetchers when parallelism > 1
+/// Probability that an M/M/1/n queue is empty, consumer time x, producer time y.
+inline double probability_empty(double x, double y, double n) {
+  if (y <= 0) return 0;
+  if (x <= 0) return 1;
+  const double r = x / y;
+  if (std::abs(r - 1) < 1e-9) return 1 / (n + 1);
+  const double rn = std::pow(r, n + 1);
+  if (!std::isfinite(rn)) return 0;
+  return (1 - r) / (1 - rn);
+}
+
+/// A node's modelled inputs: their time per element of this node, given the
+/// time their consumer spends between calls (what the node's formula passes).
+class InputsTime {
+ public:
+  template <class F>
+  explicit InputsTime(const F& inputs) noexcept
+      : f_(&inputs), call_([](const void* fn, double consumer_ns) {
+          return (*static_cast<const F*>(fn))(consumer_ns);
+        }) {}
+  double operator()(double consumer_ns) const { return call_(f_, consumer_ns); }
+
+ private:
+  const void* f_;
+  double (*call_)(const void*, double);
+};
+
+/// The values a tuning step tries for a node's knobs.
+struct KnobValues {
+  std::int64_t parallelism = 1;
+  std::int64_t buffer = 1;
 };
 
 /// A value the autotuner may change while the stage runs. Every iterator of
@@ -64,10 +103,43 @@ inline void configure_knob(Knob& k, std::int64_t requested, std::int64_t min, st
                                   std::memory_order_relaxed);
 }
 
+/// How a stage registers: its traits (see the comment at the top).
+struct NodeTraits {
+  bool batches = false;
+  bool hidden = false;
+};
+
+/// A stage's node; as a type, the model of a synchronous stage: it computes
+/// on its consumer's thread, pulling its inputs on that thread too.
 class StageNode {
  public:
-  StageNode(std::string name, StageNode* parent, int depth, class Model* model = nullptr)
-      : name_(std::move(name)), parent_(parent), depth_(depth), model_(model) {}
+  StageNode(std::string name, StageNode* parent, int depth, class Model* model = nullptr,
+            NodeTraits traits = {})
+      : name_(std::move(name)), parent_(parent), depth_(depth), model_(model), traits_(traits) {}
+  StageNode(const StageNode&) = delete;
+  StageNode& operator=(const StageNode&) = delete;
+  virtual ~StageNode() = default;
+
+  // ---- the model (per tuning step; see the comment at the top) ----
+
+  /// Modelled time per element as its consumer sees it, when the consumer
+  /// spends `consumer_ns` between calls, this stage's own time per element
+  /// is `self_ns` and its knobs are `knobs`; `inputs` models its inputs.
+  virtual double modelled_time(double self_ns, KnobValues, double consumer_ns,
+                               const InputsTime& inputs) const {
+    return self_ns + inputs(consumer_ns + self_ns);
+  }
+  /// Bytes its buffers hold at most with `knobs`, elements of `bytes` each.
+  virtual double buffered_bytes(KnobValues, double) const { return 0; }
+  /// Its parallelism runs user functions on the compute pool (the CPU budget).
+  virtual bool uses_pool() const noexcept { return false; }
+  /// Its own time is its workers' (work_ns), not its consumer's calls.
+  virtual bool async() const noexcept { return false; }
+  /// Its inputs are pulled on its consumer's thread (their time is in its calls').
+  virtual bool pulls_inputs_inline() const noexcept { return !async(); }
+  /// stats() shows its parallelism knob / its buffer knob.
+  virtual bool shows_parallelism() const noexcept { return false; }
+  virtual bool shows_buffer() const noexcept { return false; }
 
   const std::string& name() const noexcept { return name_; }
   StageNode* parent() const noexcept { return parent_; }
@@ -76,7 +148,9 @@ class StageNode {
     return model_;
   }
   /// Configuration rather than a stage (with_options, erase): not shown.
-  bool hidden() const noexcept { return name_ == "with_options" || name_ == "erase"; }
+  bool hidden() const noexcept { return traits_.hidden; }
+  /// The stage stacks elements (batch, padded_batch, map-and-batch).
+  bool batches() const noexcept { return traits_.batches; }
   int depth() const noexcept { return depth_; }
 
   // ---- measurements (all relaxed atomics; readers take snapshots) ----
@@ -104,11 +178,10 @@ class StageNode {
     }
   }
 
-  // ---- knobs and kind (set once by the stage's first iterator) ----
+  // ---- knobs (set by the stage's iterators) ----
 
   // Atomic: repeat() makes a new iterator (which sets them again) each
   // epoch while the autotuner thread reads them.
-  std::atomic<StageKind> kind{StageKind::sync};
   Knob parallelism;
   Knob buffer;
   /// This stage or one before it batches (tracing records every call then).
@@ -131,7 +204,76 @@ class StageNode {
   StageNode* parent_;
   int depth_;
   class Model* model_;
+  NodeTraits traits_;
   std::vector<StageNode*> inputs_;  // guarded by the model's mutex
+};
+
+/// A map with a parallelism (and the fused map-and-batch): the function runs
+/// on the pool, `parallelism` calls at once, while the consumer pulls the
+/// inputs; results wait in about 2 x parallelism slots.
+class ParallelMapNode : public StageNode {
+ public:
+  using StageNode::StageNode;
+  double modelled_time(double self_ns, KnobValues k, double consumer_ns,
+                       const InputsTime& inputs) const override {
+    const double pull = inputs(consumer_ns + self_ns);
+    const double y = self_ns / static_cast<double>(k.parallelism);
+    return pull +
+           probability_empty(consumer_ns + pull, y, static_cast<double>(2 * k.parallelism)) * y;
+  }
+  double buffered_bytes(KnobValues k, double bytes) const override {
+    return static_cast<double>(2 * k.parallelism + 1) * bytes;
+  }
+  bool uses_pool() const noexcept override { return true; }
+  bool async() const noexcept override { return true; }
+  bool pulls_inputs_inline() const noexcept override { return true; }
+  bool shows_parallelism() const noexcept override { return true; }
+};
+
+/// A producer thread running its input ahead of the consumer into a buffer
+/// of `buffer` elements (prefetch).
+class PrefetchNode : public StageNode {
+ public:
+  using StageNode::StageNode;
+  double modelled_time(double self_ns, KnobValues k, double consumer_ns,
+                       const InputsTime& inputs) const override {
+    const double y = self_ns + inputs(0);  // the producer pulls back to back
+    return probability_empty(consumer_ns, y, static_cast<double>(k.buffer)) * y;
+  }
+  double buffered_bytes(KnobValues k, double bytes) const override {
+    return static_cast<double>(k.buffer) * bytes;
+  }
+  bool async() const noexcept override { return true; }
+  bool shows_buffer() const noexcept override { return true; }
+};
+
+/// A loader: a producer thread copying batches ahead of the consumer, at
+/// most `buffer` (its depth) in flight; modelled as a prefetch of that depth.
+class LoaderNode : public PrefetchNode {
+ public:
+  using PrefetchNode::PrefetchNode;
+};
+
+/// An interleave: with parallelism > 1 (or tuned), `parallelism` fetchers
+/// pull its open inputs on driver threads (I/O, not the compute pool) into
+/// small buffers; with a fixed parallelism of 1 it pulls them itself.
+class InterleaveNode : public StageNode {
+ public:
+  using StageNode::StageNode;
+  double modelled_time(double self_ns, KnobValues k, double consumer_ns,
+                       const InputsTime& inputs) const override {
+    if (!parallel(k.parallelism)) return self_ns + inputs(consumer_ns);
+    const double y = (self_ns + inputs(0)) / static_cast<double>(k.parallelism);
+    return probability_empty(consumer_ns, y, static_cast<double>(2 * k.parallelism)) * y;
+  }
+  double buffered_bytes(KnobValues k, double bytes) const override {
+    return static_cast<double>(2 * k.parallelism + 1) * bytes;
+  }
+  bool async() const noexcept override { return true; }
+  bool shows_parallelism() const noexcept override { return parallel(parallelism.get()); }
+
+ private:
+  bool parallel(std::int64_t p) const noexcept { return p > 1 || parallelism.tunable(); }
 };
 
 /// A trace event (Chrome trace-event format).
@@ -151,16 +293,19 @@ class Model {
     ns_per_tick();  // calibrates the tick clock once per process, off the hot path
   }
 
-  /// The node of stage `name` under `parent` (null: the root); iterators of
-  /// the same stage share it. Thread-safe.
-  StageNode* node(StageNode* parent, std::string_view name) {
+  /// The node of stage `name` under `parent` (null: the root), of type
+  /// `Node` (the stage's model); iterators of the same stage share it (the
+  /// first one creates it). Thread-safe.
+  template <class Node = StageNode>
+  StageNode* node(StageNode* parent, std::string_view name, NodeTraits traits = {}) {
+    static_assert(std::is_base_of_v<StageNode, Node>, "a model node derives from StageNode");
     std::lock_guard lock(mu_);
     const auto& siblings = parent ? parent->inputs_ : roots_;
     for (StageNode* n : siblings) {
       if (n->name() == name) return n;
     }
-    nodes_.push_back(std::make_unique<StageNode>(std::string(name), parent,
-                                                 parent ? parent->depth() + 1 : 0, this));
+    nodes_.push_back(std::make_unique<Node>(std::string(name), parent,
+                                            parent ? parent->depth() + 1 : 0, this, traits));
     StageNode* n = nodes_.back().get();
     (parent ? parent->inputs_ : roots_).push_back(n);
     return n;

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/context.hpp"
 #include "ingest/core/iterator.hpp"
 #include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/model.hpp"
@@ -509,3 +510,45 @@ class Prefetcher {
 };
 
 }  // namespace ingest::detail
+
+namespace ingest {
+
+/// The iterator over a Prefetcher's ring: what prefetch() and the loaders
+/// return.
+template <class InputIt>
+class PrefetchIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  /// `node` (may be null) holds the buffer knob: the ring has `capacity`
+  /// slots and holds at most the knob's value.
+  /// A capacity of 0: no producer, next() pulls the input directly.
+  /// `cancel`: the source whose token the input's context got; stopped
+  /// when this iterator is destroyed.
+  PrefetchIterator(InputIt input, std::size_t capacity, std::shared_ptr<Runtime> runtime,
+                   detail::StageNode* node = nullptr, CancellationSource cancel = {})
+      : runtime_(std::move(runtime)), cancel_(std::move(cancel)) {
+    if (capacity == 0) {
+      direct_.emplace(std::move(input));
+    } else {
+      prefetcher_.emplace(std::move(input), capacity, *runtime_, nullptr, nullptr,
+                          node && node->buffer.tunable() ? &node->buffer.value : nullptr, node);
+    }
+  }
+
+  PrefetchIterator(PrefetchIterator&&) noexcept = default;
+  PrefetchIterator& operator=(PrefetchIterator&&) = delete;
+  /// Stops the input's work between elements, then (the prefetcher's
+  /// destructor) waits for the element in hand.
+  ~PrefetchIterator() { cancel_.request_stop(); }
+
+  std::optional<value_type> next() { return direct_ ? direct_->next() : prefetcher_->next(); }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;  // outlives the prefetcher (declared first)
+  CancellationSource cancel_;
+  std::optional<InputIt> direct_;
+  std::optional<detail::Prefetcher<InputIt>> prefetcher_;
+};
+
+}  // namespace ingest

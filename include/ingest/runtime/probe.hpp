@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/clock.hpp"
 #include "ingest/core/context.hpp"
 #include "ingest/core/iterator.hpp"
 #include "ingest/core/tensor.hpp"
-#include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/model.hpp"
 
 namespace ingest::detail {
@@ -66,8 +66,24 @@ constexpr std::string_view stage_name_of() {
   }
 }
 
-inline bool is_batching_stage(std::string_view name) {
-  return name == "batch" || name == "padded_batch" || name == "map_and_batch";
+/// The model node type of dataset D (its `model_node`, or StageNode: the
+/// synchronous model) and its traits (`batches`, `hidden`); see model.hpp.
+template <class D>
+struct model_node_of {
+  using type = StageNode;
+};
+template <class D>
+requires requires { typename D::model_node; }
+struct model_node_of<D> {
+  using type = typename D::model_node;
+};
+
+template <class D>
+constexpr NodeTraits node_traits_of() {
+  NodeTraits t;
+  if constexpr (requires { D::batches; }) t.batches = D::batches;
+  if constexpr (requires { D::hidden; }) t.hidden = D::hidden;
+  return t;
 }
 
 template <iterator It>
@@ -195,14 +211,14 @@ template <class D>
 Probe<iterator_t<D>> child_iterator(const D& input, const IteratorContext& ctx,
                                     std::string_view suffix = {}) {
   if (!ctx.model) return Probe<iterator_t<D>>(input.make_iterator(ctx), nullptr, nullptr);
-  StageNode* node =
-      ctx.model->node(ctx.node, std::string(stage_name_of<D>()) + std::string(suffix));
+  StageNode* node = ctx.model->template node<typename model_node_of<D>::type>(
+      ctx.node, std::string(stage_name_of<D>()) + std::string(suffix), node_traits_of<D>());
   IteratorContext inner = ctx;
   inner.node = node;
   auto it = input.make_iterator(inner);
   // A stage is "batched" if it or a stage before it batches (tracing records
   // every call from there on: batches are few).
-  bool batched = is_batching_stage(node->name());
+  bool batched = node->batches();
   for (StageNode* in : ctx.model->inputs(node))
     batched |= in->batched.load(std::memory_order_relaxed);
   node->batched.store(batched, std::memory_order_relaxed);

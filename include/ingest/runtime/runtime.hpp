@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/context.hpp"
 #include "ingest/core/errors.hpp"
 
 namespace ingest {
@@ -147,6 +148,12 @@ inline const std::shared_ptr<Runtime>& default_runtime() {
   static auto* rt =
       new std::shared_ptr<Runtime>(std::make_shared<Runtime>());  // immortal on purpose
   return *rt;
+}
+
+/// The runtime an iterator created with `ctx` uses: the context's, or the
+/// process-wide default.
+inline const std::shared_ptr<Runtime>& runtime_of(const IteratorContext& ctx) {
+  return ctx.runtime ? ctx.runtime : default_runtime();
 }
 
 namespace detail {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/runtime/chunking.hpp"
+#include "ingest/core/clock.hpp"
 #include "ingest/runtime/model.hpp"
 
 namespace ingest {
@@ -98,11 +98,6 @@ inline double input_ratio(const NodeView& v, const NodeView& in) noexcept {
   return v.node->nominal_ratio;
 }
 
-inline bool is_async(StageKind k) noexcept {
-  return k == StageKind::parallel_map || k == StageKind::map_and_batch ||
-         k == StageKind::prefetch || k == StageKind::interleave;
-}
-
 /// A node's raw counters at one moment.
 struct Counters {
   std::int64_t elements = 0, estimated_ns = 0, samples = 0, work_ns = 0, wait_ns = 0;
@@ -162,11 +157,9 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
     }
   }
   for (NodeView& v : views) {
-    const StageKind kind = v.node->kind;
     // The inputs pulled on this stage's calling thread, per produced element.
     double inputs_ns = 0;
-    if (kind == StageKind::sync || kind == StageKind::parallel_map ||
-        kind == StageKind::map_and_batch) {
+    if (v.node->pulls_inputs_inline()) {
       for (std::size_t i : v.inputs) {
         const NodeView& in = views[i];
         const double ratio =
@@ -174,7 +167,7 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
         inputs_ns += in.inclusive_ns * ratio;
       }
     }
-    if (is_async(kind)) {
+    if (v.node->async()) {
       v.self_ns = v.elements ? static_cast<double>(v.work_ns) / static_cast<double>(v.elements) : 0;
       v.wait_ns = std::max(0.0, v.inclusive_ns - inputs_ns);
     } else {
@@ -182,10 +175,6 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
     }
   }
   return views;
-}
-
-inline bool hidden_stage(const std::string& name) {
-  return name == "with_options" || name == "erase";
 }
 
 /// Builds PipelineStats from a model (see PipelineIterator::stats()).
@@ -207,11 +196,8 @@ inline PipelineStats make_stats(const Model& model) {
     s.elements = v.elements;
     s.megabytes = v.bytes * static_cast<double>(v.elements) / 1e6;
     s.self_us_per_element = v.self_ns / 1e3;
-    if (n.kind == StageKind::parallel_map || n.kind == StageKind::map_and_batch ||
-        (n.kind == StageKind::interleave && (n.parallelism.get() > 1 || n.parallelism.tunable()))) {
-      s.parallelism = n.parallelism.get();
-    }
-    if (n.kind == StageKind::prefetch) s.buffer = n.buffer.get();
+    if (n.shows_parallelism()) s.parallelism = n.parallelism.get();
+    if (n.shows_buffer()) s.buffer = n.buffer.get();
     s.buffered = n.buffered.load(std::memory_order_relaxed);
     s.consumer_wait_percent =
         elapsed_ns > 0 ? 100.0 * static_cast<double>(v.wait_total_ns) / elapsed_ns : 0;

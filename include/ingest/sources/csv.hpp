@@ -27,7 +27,8 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/formats/compression.hpp"
 #include "ingest/formats/csv.hpp"
-#include "ingest/formats/file_sequence.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/sources/file_dataset.hpp"
 
 namespace ingest {
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
+#include "ingest/runtime/pipeline.hpp"
 
 namespace ingest {
 

@@ -25,6 +25,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
 
 namespace ingest {
 

@@ -16,7 +16,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/formats/compression.hpp"
-#include "ingest/formats/file_sequence.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/sources/file_dataset.hpp"
 
 namespace ingest {
 

@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
-#include "ingest/formats/file_sequence.hpp"
 #include "ingest/formats/tfrecord_format.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/sources/file_dataset.hpp"
 
 namespace ingest {
 

@@ -23,6 +23,8 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/chunking.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -171,38 +173,36 @@ class BatchIterator {
 
 template <class Input>
 class BatchDataset
-    : public DatasetBase<BatchDataset<Input>, batch_t<typename Input::element_type>> {
+    : public detail::UnaryStage<BatchDataset<Input>, Input, batch_t<typename Input::element_type>> {
  public:
   static constexpr std::string_view stage_name = "batch";
+  static constexpr bool batches = true;
 
   BatchDataset(Input input, std::int64_t batch_size, BatchOptions options)
-      : input_(std::move(input)), batch_size_(batch_size), options_(options) {
+      : BatchDataset::UnaryStage(std::move(input)), batch_size_(batch_size), options_(options) {
     if (batch_size <= 0) {
       throw InvalidArgument("batch: batch_size must be > 0; got " + std::to_string(batch_size),
                             {.stage = "batch"});
     }
   }
-  auto make_iterator(const IteratorContext& ctx) const {
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
-    const std::int64_t capacity =
-        detail::batch_capacity(batch_size_, detail::cardinality_of(input_));
-    return BatchIterator<detail::child_iterator_t<Input>>(
-        detail::child_iterator(input_, ctx), static_cast<std::size_t>(batch_size_),
-        static_cast<std::size_t>(capacity), options_.drop_remainder, ctx.allocator,
-        ctx.cancellation);
+    const std::int64_t capacity = detail::batch_capacity(batch_size_, this->input_cardinality());
+    return BatchIterator<It>(std::move(input), static_cast<std::size_t>(batch_size_),
+                             static_cast<std::size_t>(capacity), options_.drop_remainder,
+                             ctx.allocator, ctx.cancellation);
   }
 
-  const Input& input() const noexcept { return input_; }
   std::int64_t batch_size() const noexcept { return batch_size_; }
   const BatchOptions& options() const noexcept { return options_; }
 
   std::int64_t cardinality() const {
-    return detail::batched_cardinality(detail::cardinality_of(input_), batch_size_,
+    return detail::batched_cardinality(this->input_cardinality(), batch_size_,
                                        options_.drop_remainder);
   }
 
  private:
-  Input input_;
   std::int64_t batch_size_;
   BatchOptions options_;
 };

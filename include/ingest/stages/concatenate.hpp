@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
+#include "ingest/runtime/pipeline.hpp"
 
 namespace ingest {
 

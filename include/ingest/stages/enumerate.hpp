@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -38,21 +40,22 @@ class EnumerateIterator {
 };
 
 template <class Input>
-class EnumerateDataset : public DatasetBase<EnumerateDataset<Input>,
-                                            std::pair<std::int64_t, typename Input::element_type>> {
+class EnumerateDataset
+    : public detail::UnaryStage<EnumerateDataset<Input>, Input,
+                                std::pair<std::int64_t, typename Input::element_type>> {
  public:
   static constexpr std::string_view stage_name = "enumerate";
 
-  EnumerateDataset(Input input, std::int64_t start) : input_(std::move(input)), start_(start) {}
-  auto make_iterator(const IteratorContext& ctx) const {
-    return EnumerateIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
-                                                              start_);
+  EnumerateDataset(Input input, std::int64_t start)
+      : EnumerateDataset::UnaryStage(std::move(input)), start_(start) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return EnumerateIterator<It>(std::move(input), start_);
   }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   std::int64_t start_;
 };
 

@@ -11,6 +11,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -39,18 +41,19 @@ class FilterIterator {
 };
 
 template <class Input, class Pred>
-class FilterDataset : public DatasetBase<FilterDataset<Input, Pred>, typename Input::element_type> {
+class FilterDataset
+    : public detail::UnaryStage<FilterDataset<Input, Pred>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "filter";
 
-  FilterDataset(Input input, Pred pred) : input_(std::move(input)), pred_(std::move(pred)) {}
-  auto make_iterator(const IteratorContext& ctx) const {
-    return FilterIterator<detail::child_iterator_t<Input>, Pred>(
-        detail::child_iterator(input_, ctx), pred_, ctx.cancellation);
+  FilterDataset(Input input, Pred pred)
+      : FilterDataset::UnaryStage(std::move(input)), pred_(std::move(pred)) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    return FilterIterator<It, Pred>(std::move(input), pred_, ctx.cancellation);
   }
 
  private:
-  Input input_;
   Pred pred_;
 };
 

@@ -17,6 +17,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -57,23 +59,22 @@ class IgnoreErrorsIterator {
 
 template <class Input>
 class IgnoreErrorsDataset
-    : public DatasetBase<IgnoreErrorsDataset<Input>, typename Input::element_type> {
+    : public detail::UnaryStage<IgnoreErrorsDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "ignore_errors";
 
   IgnoreErrorsDataset(Input input, IgnoreErrorsOptions options)
-      : input_(std::move(input)),
+      : IgnoreErrorsDataset::UnaryStage(std::move(input)),
         options_(std::move(options)),
         total_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
-  auto make_iterator(const IteratorContext& ctx) const {
-    return IgnoreErrorsIterator<detail::child_iterator_t<Input>>(
-        detail::child_iterator(input_, ctx), total_, options_);
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return IgnoreErrorsIterator<It>(std::move(input), total_, options_);
   }
   /// Errors dropped so far by every iterator of this dataset and its copies.
   std::int64_t ignored_errors() const noexcept { return total_->load(std::memory_order_relaxed); }
 
  private:
-  Input input_;
   IgnoreErrorsOptions options_;
   std::shared_ptr<std::atomic<std::int64_t>> total_;
 };

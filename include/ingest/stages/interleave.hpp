@@ -38,6 +38,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
 #include "ingest/runtime/runtime.hpp"
 
@@ -76,7 +77,7 @@ class InterleaveIterator {
         ahead_(std::min(config.cycle_length,
                         2 * std::clamp<std::size_t>(config.parallelism, 1, max_ahead / 2))) {
     if (parallel_) {
-      runtime_ = ctx_.runtime_or_default();
+      runtime_ = runtime_of(ctx_);
       shared_ = std::make_unique<Shared>(config.parallelism, config.tuned_parallelism);
     }
   }
@@ -303,18 +304,12 @@ class InterleaveDataset
           typename detail::interleaved_dataset_t<F, typename Input::element_type>::element_type> {
  public:
   static constexpr std::string_view stage_name = "interleave";
+  using model_node = detail::InterleaveNode;
 
   InterleaveDataset(Input input, F f, InterleaveOptions options)
       : input_(std::move(input)), f_(std::move(f)), options_(options) {
-    auto check = [](const char* what, std::int64_t v) {
-      if (v != autotune && v < 1) {
-        throw InvalidArgument(std::string("interleave: ") + what +
-                                  " must be >= 1 or ingest::autotune; got " + std::to_string(v),
-                              {.stage = "interleave"});
-      }
-    };
-    check("cycle_length", options.cycle_length);
-    check("parallelism", options.parallelism);
+    detail::check_knob_option("interleave", "cycle_length", options.cycle_length);
+    detail::check_knob_option("interleave", "parallelism", options.parallelism);
     if (options.block_length < 1) {
       throw InvalidArgument(
           "interleave: block_length must be >= 1; got " + std::to_string(options.block_length),
@@ -323,7 +318,7 @@ class InterleaveDataset
   }
 
   auto make_iterator(const IteratorContext& ctx) const {
-    const auto& runtime = ctx.runtime_or_default();
+    const auto& runtime = runtime_of(ctx);
     typename InterleaveIterator<detail::child_iterator_t<Input>, F>::Config config{};
     config.cycle_length = options_.cycle_length == autotune
                               ? runtime->threads()
@@ -334,7 +329,6 @@ class InterleaveDataset
                              : static_cast<std::size_t>(options_.parallelism);
     config.deterministic = options_.deterministic.value_or(ctx.deterministic);
     if (ctx.node) {
-      ctx.node->kind = detail::StageKind::interleave;
       detail::configure_knob(ctx.node->parallelism, options_.parallelism, 1,
                              static_cast<std::int64_t>(config.cycle_length),
                              static_cast<std::int64_t>(config.parallelism));

@@ -19,6 +19,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -34,9 +36,7 @@ class MapIterator {
   // Always inlined: see Probe::next (a std::optional returned from a call
   // that is not inlined costs a store-forwarding stall).
   [[gnu::always_inline]] std::optional<value_type> next() {
-    if (deferred_) [[unlikely]] {
-      std::rethrow_exception(std::exchange(deferred_, nullptr));
-    }
+    deferred_.rethrow_if_any();
     if (pending_ < buffered_) [[unlikely]] {
       return apply(std::move(buffer_[pending_++]));
     }
@@ -56,7 +56,7 @@ class MapIterator {
       index_ += static_cast<std::int64_t>(got);
       if (error) {
         // The failed element was consumed; its error waits for next().
-        deferred_ = detail::capture_with_context(error, {.stage = "map", .element = index_});
+        deferred_.defer(detail::capture_with_context(error, {.stage = "map", .element = index_}));
         ++index_;
       }
       return got;
@@ -80,8 +80,8 @@ class MapIterator {
       } catch (...) {
         // Element j failed: its error waits for the next call to next();
         // the inputs after it stay pending, so nothing is lost.
-        deferred_ = detail::capture_with_context(
-            {.stage = "map", .element = index_ + static_cast<std::int64_t>(j)});
+        deferred_.defer(detail::capture_with_context(
+            {.stage = "map", .element = index_ + static_cast<std::int64_t>(j)}));
         if (buffer_.size() < chunk) buffer_.resize(chunk);
         std::move(in + j + 1, in + got, buffer_.begin());
         pending_ = 0;
@@ -108,31 +108,30 @@ class MapIterator {
   InputIt input_;
   F f_;
   std::int64_t index_ = 0;          // index of the next input element
-  std::exception_ptr deferred_;     // error of an element fill() stopped before
+  detail::DeferredError deferred_;  // error of an element fill() stopped before
   std::vector<input_type> buffer_;  // inputs read ahead by fill()
   std::size_t pending_ = 0, buffered_ = 0;
 };
 
 template <class Input, class F>
-class MapDataset
-    : public DatasetBase<MapDataset<Input, F>,
-                         std::decay_t<std::invoke_result_t<F&, typename Input::element_type&&>>> {
+class MapDataset : public detail::UnaryStage<
+                       MapDataset<Input, F>, Input,
+                       std::decay_t<std::invoke_result_t<F&, typename Input::element_type&&>>> {
  public:
   static constexpr std::string_view stage_name = "map";
 
-  MapDataset(Input input, F f) : input_(std::move(input)), f_(std::move(f)) {}
+  MapDataset(Input input, F f) : MapDataset::UnaryStage(std::move(input)), f_(std::move(f)) {}
 
-  auto make_iterator(const IteratorContext& ctx) const {
-    return MapIterator<detail::child_iterator_t<Input>, F>(detail::child_iterator(input_, ctx), f_);
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return MapIterator<It, F>(std::move(input), f_);
   }
 
-  const Input& input() const noexcept { return input_; }
   const F& function() const noexcept { return f_; }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   F f_;
 };
 

@@ -28,9 +28,10 @@
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
-#include "ingest/runtime/chunk_runner.hpp"
 #include "ingest/runtime/chunking.hpp"
-#include "ingest/stages/parallel_map.hpp"
+#include "ingest/runtime/parallel_apply.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -58,14 +59,15 @@ class MapAndBatchIterator {
                       IteratorContext ctx, bool infinite_input = false)
       : node_(ctx.node),
         input_(std::move(input)),
-        runtime_(ctx.runtime_or_default()),
         allocator_(ctx.allocator),
         batch_size_(batch_size),
         capacity_(std::min(capacity, batch_size)),
         drop_remainder_(drop_remainder),
-        parallelism_(parallelism),
-        deterministic_(deterministic),
-        cancel_(ctx.cancellation) {
+        cancel_(ctx.cancellation),
+        engine_(max_batches(batch_size, parallelism, *runtime_of(ctx)) *
+                    chunks_per_batch(batch_size, parallelism, *runtime_of(ctx)),
+                batch_size, Compute{std::move(f), cancel_}, parallelism, deterministic,
+                runtime_of(ctx), ctx.node) {
     // An infinite input fills every batch: the inputs of one must fit too
     // (a finite or unknown one allocates by what arrives).
     if (infinite_input) {
@@ -75,22 +77,12 @@ class MapAndBatchIterator {
         refused_ = detail::capture_with_context({.stage = "batch"}, detail::Raiser::internal);
       }
     }
-    const std::size_t p_max = std::max(detail::slot_parallelism(parallelism, *runtime_),
-                                       detail::max_tuned_parallelism(*runtime_));
-    const std::size_t chunks_per_batch = std::min(batch_size, 4 * p_max);
-    const std::size_t max_batches =
-        std::clamp<std::size_t>((4 * p_max + batch_size - 1) / batch_size, 2, 64);
-    Run run{std::move(f), std::make_unique<detail::ChunkPlanner>(batch_size), node_, cancel_};
-    runner_ =
-        std::make_shared<Runner>(max_batches * chunks_per_batch, std::move(run), runtime_.get());
-    batches_.reserve(max_batches);
-    for (std::size_t i = 0; i < max_batches; ++i) batches_.push_back(std::make_unique<Batch>());
+    const std::size_t n = max_batches(batch_size, parallelism, engine_.runtime());
+    batches_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) batches_.push_back(std::make_unique<Batch>());
   }
   MapAndBatchIterator(MapAndBatchIterator&&) noexcept = default;
   MapAndBatchIterator& operator=(MapAndBatchIterator&&) = delete;
-  ~MapAndBatchIterator() {
-    if (runner_) runner_->cancel_and_join();
-  }
 
   std::optional<value_type> next() {
     if (refused_) std::rethrow_exception(refused_);
@@ -115,9 +107,10 @@ class MapAndBatchIterator {
         // One inline batch in 16 is timed: it keeps the cost estimate fresh.
         const bool timed = ++inline_batches_ % 16 == 0;
         const std::int64_t start = timed ? detail::now_ns() : 0;
-        runner_->run().compute_all(whole, never_cancelled, detail::inline_elements_between_checks);
+        engine_.compute().compute_all(whole, never_cancelled,
+                                      detail::inline_elements_between_checks);
         detail::throw_if_cancelled(cancel_);  // the batch may be incomplete
-        if (timed) runner_->run().record_work(b.count, detail::now_ns() - start, 16);
+        if (timed) engine_.run().record_work(b.count, detail::now_ns() - start, 16);
         b.chunk_errors.push_back({whole.error, whole.error_index});
         if (auto batch = finish(b)) return batch;
         continue;
@@ -153,20 +146,14 @@ class MapAndBatchIterator {
     std::exception_ptr error;  // the first failure in [begin, end)
     std::size_t error_index = 0;
   };
-  struct Run {
+  // Runs f over a chunk of a batch, each result into its slot of the batch
+  // buffer; the calls it made.
+  struct Compute {
     F f;
-    std::unique_ptr<detail::ChunkPlanner> planner;
-    detail::StageNode* node;
     CancellationToken cancel;  // the consumer is gone: stop between elements
 
     bool stopped(const std::atomic<bool>& cancelled) const noexcept {
       return cancelled.load(std::memory_order_relaxed) || cancel.stop_requested();
-    }
-
-    // Measured work: `ns` for `elements` calls, standing for `scale` times as many.
-    void record_work(std::size_t elements, std::int64_t ns, std::int64_t scale) const {
-      planner->record(elements, ns);
-      if (node) node->work_ns.fetch_add(ns * scale, std::memory_order_relaxed);
     }
 
     static In&& take(InputSlot& s) {
@@ -203,25 +190,19 @@ class MapAndBatchIterator {
         }
       }
     }
-    // A pool chunk: computed and timed (chunks last tens of microseconds, so
-    // the two clock reads are noise).
-    // Pool chunks check for cancellation after every element (their
-    // functions are the expensive ones: cheap ones run inline).
-    void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
-      const std::int64_t start = detail::now_ns();
+    // A pool chunk. Pool chunks check for cancellation after every element
+    // (their functions are the expensive ones: cheap ones run inline).
+    std::size_t operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
       compute_all(c, cancelled, 1);
-      const std::int64_t end = detail::now_ns();
-      record_work(c.end - c.begin, end - start, 1);
-      detail::trace_work(node, start, end);
+      return c.end - c.begin;
     }
     // `piece`: elements of the arithmetic loop between two cancellation checks.
     void compute_all(Chunk& c, const std::atomic<bool>& cancelled, std::size_t piece) const {
       Batch& b = *c.batch;
       if constexpr (detail::bulk_builder<builder, Out> && plain_inputs) {
         if (!b.any_failed) {
-          // Arithmetic results: a plain loop over the batch buffer.
-          // A plain loop over the batch buffer, in pieces between which
-          // cancellation is checked.
+          // Arithmetic results: a plain loop over the batch buffer, in
+          // pieces between which cancellation is checked.
           const std::span<Out> slots = b.out->slots();
           std::size_t i = c.begin;
           while (i < c.end && !stopped(cancelled)) {
@@ -241,13 +222,25 @@ class MapAndBatchIterator {
       }
     }
   };
-  using Runner = detail::ChunkRunner<Chunk, Run>;
+  using Engine = detail::ParallelApply<Chunk, Compute>;
 
-  void replan() {
-    detail::ChunkPlanner& planner = *runner_->run().planner;
-    planner.update();
-    inline_ = planner.prefer_inline(inline_);
+  // Batches that can be in flight, and chunks per batch: enough chunks for
+  // the most parallelism the knob can reach (4 per call in flight).
+  static std::size_t parallelism_bound(std::size_t parallelism, const Runtime& runtime) {
+    return std::max(detail::slot_parallelism(parallelism, runtime),
+                    detail::max_tuned_parallelism(runtime));
   }
+  static std::size_t chunks_per_batch(std::size_t batch_size, std::size_t parallelism,
+                                      const Runtime& runtime) {
+    return std::min(batch_size, 4 * parallelism_bound(parallelism, runtime));
+  }
+  static std::size_t max_batches(std::size_t batch_size, std::size_t parallelism,
+                                 const Runtime& runtime) {
+    return std::clamp<std::size_t>(
+        (4 * parallelism_bound(parallelism, runtime) + batch_size - 1) / batch_size, 2, 64);
+  }
+
+  void replan() { inline_ = engine_.replan(); }
 
   // Inline, when the source can apply f in its own fill loop: the sequential
   // map -> batch path, one pass writing straight into the batch buffer. While
@@ -264,7 +257,8 @@ class MapAndBatchIterator {
       const std::size_t want = std::min(pacer_.piece(), capacity_ - count);
       std::exception_ptr error;
       const std::int64_t piece_start = pacer_.start();
-      const std::size_t got = input_.fill_map(slots.subspan(count, want), runner_->run().f, error);
+      const std::size_t got =
+          input_.fill_map(slots.subspan(count, want), engine_.compute().f, error);
       pacer_.done(piece_start, got);
       count += got;
       if (error) {
@@ -278,7 +272,7 @@ class MapAndBatchIterator {
       }
     }
     if (start) {
-      runner_->run().record_work(count, detail::now_ns() - start, 16);
+      engine_.run().record_work(count, detail::now_ns() - start, 16);
       replan();
       fused_ = inline_;
     }
@@ -352,9 +346,7 @@ class MapAndBatchIterator {
 
   // Loads batches and submits their chunks while the budget allows.
   void launch() {
-    if (node_ && node_->parallelism.tunable()) {
-      parallelism_ = static_cast<std::size_t>(node_->parallelism.get());
-    }
+    const std::size_t parallelism = engine_.parallelism();
     while (!input_done_ && active_.size() < batches_.size()) {
       Batch* b = nullptr;
       for (auto& candidate : batches_) {
@@ -365,62 +357,34 @@ class MapAndBatchIterator {
       }
       load(*b);
       if (b->count == 0) return;
-      const std::size_t per_chunk =
-          std::max(runner_->run().planner->chunk_size(),
-                   (b->count + 4 * parallelism_ - 1) / (4 * parallelism_));
+      const std::size_t per_chunk = std::max(engine_.planner().chunk_size(),
+                                             (b->count + 4 * parallelism - 1) / (4 * parallelism));
       for (std::size_t begin = 0; begin < b->count; begin += per_chunk) {
-        const std::size_t slot = runner_->find_idle();
-        Chunk& c = runner_->work(slot);
+        const std::size_t slot = engine_.find_idle();
+        Chunk& c = engine_.work(slot);
         c = Chunk{b, begin, std::min(b->count, begin + per_chunk), nullptr, 0};
         b->chunks.push_back(slot);
-        runner_->submit(slot, parallelism_);
+        engine_.submit(slot);
       }
       active_.push_back(b);
     }
   }
 
-  bool ready(const Batch& b) const {
-    return std::all_of(b.chunks.begin(), b.chunks.end(),
-                       [this](std::size_t s) { return runner_->state(s) == Runner::done; });
-  }
-
-  // The next batch to hand out: the oldest (deterministic) or any finished
-  // one. Runs pending chunks itself rather than sleeping.
+  // The next batch to hand out (see ParallelApply::take_ready); its chunks'
+  // errors collected and their slots released.
   Batch& take_ready() {
-    for (;;) {
-      for (std::size_t k = 0; k < active_.size(); ++k) {
-        if (ready(*active_[k])) {
-          Batch& b = *active_[k];
-          active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
-          for (std::size_t s : b.chunks) {
-            Chunk& c = runner_->work(s);
-            b.chunk_errors.push_back({c.error, c.error_index});
-            c.error = nullptr;
-            runner_->release(s);
-          }
-          return b;
-        }
-        if (deterministic_) break;
-      }
-      bool helped = false;
-      if (deterministic_) {
-        for (std::size_t s : active_.front()->chunks) {
-          if (runner_->help(s)) {
-            helped = true;
-            break;
-          }
-        }
-      }
-      if (helped || runner_->help_oldest()) continue;
-      runner_->wait_until([this] {
-        if (runner_->can_help()) return true;
-        for (const Batch* b : active_) {
-          if (ready(*b)) return true;
-          if (deterministic_) return false;
-        }
-        return false;
-      });
+    const std::size_t k = engine_.take_ready(active_.size(), [this](std::size_t i) {
+      return std::span<const std::size_t>(active_[i]->chunks);
+    });
+    Batch& b = *active_[k];
+    active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
+    for (std::size_t s : b.chunks) {
+      Chunk& c = engine_.work(s);
+      b.chunk_errors.push_back({c.error, c.error_index});
+      c.error = nullptr;
+      engine_.release(s);
     }
+    return b;
   }
 
   // The batch, or its first error; nullopt for a dropped remainder.
@@ -451,17 +415,14 @@ class MapAndBatchIterator {
 
   detail::StageNode* node_;  // knobs and measurements (may be null)
   InputIt input_;
-  std::shared_ptr<Runtime> runtime_;
   Allocator* allocator_;
   std::size_t batch_size_;
   std::size_t capacity_;
   bool drop_remainder_;
-  std::size_t parallelism_;
-  bool deterministic_;
   CancellationToken cancel_;
+  Engine engine_;                  // after cancel_: its Compute copies the token
   detail::CheckPacer pacer_;       // the fused path's pieces
   detail::CheckPacer load_pacer_;  // bulk input fills
-  std::shared_ptr<Runner> runner_;
   std::vector<std::unique_ptr<Batch>> batches_;
   std::vector<Batch*> active_;  // batches with chunks submitted, in launch order
   bool inline_ = false;
@@ -474,53 +435,46 @@ class MapAndBatchIterator {
 
 template <class Input, class F>
 class MapAndBatchDataset
-    : public DatasetBase<
-          MapAndBatchDataset<Input, F>,
+    : public detail::UnaryStage<
+          MapAndBatchDataset<Input, F>, Input,
           batch_t<std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>>> {
  public:
   static constexpr std::string_view stage_name = "map_and_batch";
+  static constexpr bool batches = true;
+  using model_node = detail::ParallelMapNode;
 
   MapAndBatchDataset(Input input, F f, MapOptions map_options, std::int64_t batch_size,
                      BatchOptions batch_options)
-      : input_(std::move(input)),
+      : MapAndBatchDataset::UnaryStage(std::move(input)),
         f_(std::move(f)),
         map_options_(map_options),
         batch_size_(batch_size),
         batch_options_(batch_options) {
-    detail::check_parallelism("map", map_options.parallelism);
+    detail::check_knob_option("map", "parallelism", map_options.parallelism);
     if (batch_size <= 0) {
       throw InvalidArgument("batch: batch_size must be > 0; got " + std::to_string(batch_size),
                             {.stage = "batch"});
     }
   }
 
-  auto make_iterator(const IteratorContext& ctx) const {
-    const auto& runtime = ctx.runtime_or_default();
-    std::size_t parallelism = detail::resolve_parallelism(map_options_.parallelism, *runtime);
-    if (ctx.node) {
-      ctx.node->kind = detail::StageKind::map_and_batch;
-      ctx.node->nominal_ratio = static_cast<double>(batch_size_);
-      detail::configure_knob(ctx.node->parallelism, map_options_.parallelism, 1,
-                             static_cast<std::int64_t>(detail::max_tuned_parallelism(*runtime)),
-                             static_cast<std::int64_t>(parallelism));
-      parallelism = static_cast<std::size_t>(ctx.node->parallelism.get());
-    }
-    return MapAndBatchIterator<detail::child_iterator_t<Input>, F>(
-        detail::child_iterator(input_, ctx), f_, static_cast<std::size_t>(batch_size_),
-        static_cast<std::size_t>(
-            detail::batch_capacity(batch_size_, detail::cardinality_of(input_))),
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
+    const std::size_t parallelism = detail::configure_parallelism(ctx, map_options_.parallelism);
+    const std::int64_t n = this->input_cardinality();
+    return MapAndBatchIterator<It, F>(
+        std::move(input), f_, static_cast<std::size_t>(batch_size_),
+        static_cast<std::size_t>(detail::batch_capacity(batch_size_, n)),
         batch_options_.drop_remainder, parallelism,
-        map_options_.deterministic.value_or(ctx.deterministic), ctx,
-        detail::cardinality_of(input_) == infinite_cardinality);
+        map_options_.deterministic.value_or(ctx.deterministic), ctx, n == infinite_cardinality);
   }
 
   std::int64_t cardinality() const {
-    return detail::batched_cardinality(detail::cardinality_of(input_), batch_size_,
+    return detail::batched_cardinality(this->input_cardinality(), batch_size_,
                                        batch_options_.drop_remainder);
   }
 
  private:
-  Input input_;
   F f_;
   MapOptions map_options_;
   std::int64_t batch_size_;

@@ -19,6 +19,8 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/padding.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -91,13 +93,17 @@ class PaddedBatchIterator {
 
 template <class Input>
 class PaddedBatchDataset
-    : public DatasetBase<PaddedBatchDataset<Input>,
-                         typename padded_batch_traits<typename Input::element_type>::batch_type> {
+    : public detail::UnaryStage<
+          PaddedBatchDataset<Input>, Input,
+          typename padded_batch_traits<typename Input::element_type>::batch_type> {
  public:
   static constexpr std::string_view stage_name = "padded_batch";
+  static constexpr bool batches = true;
 
   PaddedBatchDataset(Input input, std::int64_t batch_size, PaddedBatchOptions options)
-      : input_(std::move(input)), batch_size_(batch_size), options_(std::move(options)) {
+      : PaddedBatchDataset::UnaryStage(std::move(input)),
+        batch_size_(batch_size),
+        options_(std::move(options)) {
     if (batch_size <= 0) {
       throw InvalidArgument(
           "padded_batch: batch_size must be > 0; got " + std::to_string(batch_size),
@@ -106,20 +112,19 @@ class PaddedBatchDataset
     detail::check_padded_batch_options(
         batch_size, options_, padded_batch_traits<typename Input::element_type>::components);
   }
-  auto make_iterator(const IteratorContext& ctx) const {
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
-    return PaddedBatchIterator<detail::child_iterator_t<Input>>(
-        detail::child_iterator(input_, ctx), static_cast<std::size_t>(batch_size_), options_,
-        ctx.allocator, ctx.cancellation);
+    return PaddedBatchIterator<It>(std::move(input), static_cast<std::size_t>(batch_size_),
+                                   options_, ctx.allocator, ctx.cancellation);
   }
 
   std::int64_t cardinality() const {
-    return detail::batched_cardinality(detail::cardinality_of(input_), batch_size_,
+    return detail::batched_cardinality(this->input_cardinality(), batch_size_,
                                        options_.drop_remainder);
   }
 
  private:
-  Input input_;
   std::int64_t batch_size_;
   PaddedBatchOptions options_;
 };

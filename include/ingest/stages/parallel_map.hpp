@@ -25,28 +25,12 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
-#include "ingest/runtime/chunk_runner.hpp"
 #include "ingest/runtime/chunking.hpp"
+#include "ingest/runtime/parallel_apply.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
-
-namespace detail {
-
-/// The parallelism a stage's options ask for, resolved against the runtime.
-inline std::size_t resolve_parallelism(std::int64_t requested, const Runtime& runtime) {
-  return requested == autotune ? runtime.threads() : static_cast<std::size_t>(requested);
-}
-
-inline void check_parallelism(const char* stage, std::int64_t p) {
-  if (p != autotune && p < 1) {
-    throw InvalidArgument(std::string(stage) +
-                              ": parallelism must be >= 1 or ingest::autotune; got " +
-                              std::to_string(p),
-                          {.stage = stage});
-  }
-}
-
-}  // namespace detail
 
 template <class InputIt, class F>
 class ParallelMapIterator {
@@ -60,22 +44,13 @@ class ParallelMapIterator {
   ParallelMapIterator(InputIt input, F f, std::size_t parallelism, bool deterministic,
                       std::shared_ptr<Runtime> runtime, detail::StageNode* node = nullptr)
       : input_(std::move(input)),
-        runtime_(std::move(runtime)),
-        parallelism_(parallelism),
-        deterministic_(deterministic),
+        engine_(slots(parallelism, *runtime), 1024, Compute{std::move(f)}, parallelism,
+                deterministic, runtime, node),  // a copy: `*runtime` is read in the same call
         node_(node) {
-    const std::size_t capacity = 2 * std::max(detail::slot_parallelism(parallelism, *runtime_),
-                                              detail::max_tuned_parallelism(*runtime_)) +
-                                 2;
-    runner_ = std::make_shared<Runner>(capacity, Run{std::move(f), ChunkPlannerBox{}, node},
-                                       runtime_.get());
-    inflight_.reserve(capacity);
+    inflight_.reserve(engine_.slots());
   }
   ParallelMapIterator(ParallelMapIterator&&) noexcept = default;
   ParallelMapIterator& operator=(ParallelMapIterator&&) = delete;
-  ~ParallelMapIterator() {
-    if (runner_) runner_->cancel_and_join();
-  }
 
   // The inline fast path is kept small and always inlined into the consumer
   // (see Probe::next: an std::optional returned from a call costs a stall).
@@ -107,8 +82,8 @@ class ParallelMapIterator {
       if (block_error_) std::rethrow_exception(std::exchange(block_error_, nullptr));
     }
     for (;;) {
-      if (current_ != Runner::none) {
-        Chunk& c = runner_->work(current_);
+      if (current_ != Engine::none) {
+        Chunk& c = engine_.work(current_);
         if (c.pos < c.count) {
           const std::size_t i = c.pos++;
           std::exception_ptr error = std::exchange(c.err[i], nullptr);
@@ -125,8 +100,17 @@ class ParallelMapIterator {
       if (inline_ && inflight_.empty()) return next_inline();
       if (!inline_) launch();
       if (inflight_.empty()) return std::nullopt;
-      current_ = take_ready();
+      const std::size_t k = engine_.take_ready(
+          inflight_.size(), [this](std::size_t i) { return std::span(&inflight_[i], 1); });
+      current_ = inflight_[k];
+      inflight_.erase(inflight_.begin() + static_cast<std::ptrdiff_t>(k));
     }
+  }
+
+  static std::size_t slots(std::size_t parallelism, const Runtime& runtime) {
+    return 2 * std::max(detail::slot_parallelism(parallelism, runtime),
+                        detail::max_tuned_parallelism(runtime)) +
+           2;
   }
 
   struct Chunk {
@@ -136,16 +120,10 @@ class ParallelMapIterator {
     std::size_t count = 0, pos = 0;
     std::int64_t first_index = 0;
   };
-  // ChunkPlanner holds atomics; box it so Run stays movable.
-  struct ChunkPlannerBox {
-    std::unique_ptr<detail::ChunkPlanner> p = std::make_unique<detail::ChunkPlanner>(1024);
-  };
-  struct Run {
+  // Runs f over a chunk's inputs into its result slots; the calls it made.
+  struct Compute {
     F f;
-    ChunkPlannerBox planner;
-    detail::StageNode* node;
-    void operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
-      const std::int64_t start = detail::now_ns();
+    std::size_t operator()(Chunk& c, const std::atomic<bool>& cancelled) const {
       std::size_t i = 0;
       for (; i < c.count && !cancelled.load(std::memory_order_relaxed); ++i) {
         if (!c.in[i]) continue;  // the input failed here; its error is in err[i]
@@ -157,23 +135,17 @@ class ParallelMapIterator {
         }
         c.in[i].reset();
       }
-      const std::int64_t end = detail::now_ns();
-      planner.p->record(i, end - start);
-      if (node) node->work_ns.fetch_add(end - start, std::memory_order_relaxed);
-      detail::trace_work(node, start, end);
+      return i;
     }
   };
-  using Runner = detail::ChunkRunner<Chunk, Run>;
+  using Engine = detail::ParallelApply<Chunk, Compute>;
 
-  detail::ChunkPlanner& planner() { return *runner_->run().planner.p; }
+  detail::ChunkPlanner& planner() { return engine_.planner(); }
+  const F& f() const noexcept { return engine_.compute().f; }
 
   void replan() {
-    if (node_ && node_->parallelism.tunable()) {
-      parallelism_ = static_cast<std::size_t>(node_->parallelism.get());
-    }
-    planner().update();
-    inline_ = planner().prefer_inline(inline_);
-    fast_ = inline_ && current_ == Runner::none && inflight_.empty();
+    inline_ = engine_.replan();
+    fast_ = inline_ && current_ == Engine::none && inflight_.empty();
   }
 
   [[gnu::always_inline]] std::optional<value_type> next_inline() {
@@ -183,14 +155,14 @@ class ParallelMapIterator {
     const std::int64_t index = next_index_++;
     if (sampler_.before()) [[unlikely]]
       return next_sampled(std::move(*x), index);
-    return std::optional<value_type>(
-        std::in_place, detail::invoke_user("map", index, runner_->run().f, std::move(*x)));
+    return std::optional<value_type>(std::in_place,
+                                     detail::invoke_user("map", index, f(), std::move(*x)));
   }
 
   // An inline call inside the sampler's measured run.
   [[gnu::noinline]] std::optional<value_type> next_sampled(In&& x, std::int64_t index) {
     std::optional<value_type> v(std::in_place,
-                                detail::invoke_user("map", index, runner_->run().f, std::move(x)));
+                                detail::invoke_user("map", index, f(), std::move(x)));
     if (sampler_.after(planner())) {
       // (No clock reads per call here: they would be most of what a
       // trivial function's sample measures.)
@@ -215,7 +187,7 @@ class ParallelMapIterator {
     const bool timed = --block_countdown_ == 0;
     const std::int64_t start = timed ? detail::ticks() : 0;
     std::exception_ptr error;
-    const std::size_t n = input_.fill_map(std::span(block_), runner_->run().f, error);
+    const std::size_t n = input_.fill_map(std::span(block_), f(), error);
     if (timed) {
       const std::int64_t ns = detail::ticks_to_ns(detail::ticks() - start);
       block_countdown_ = block_period;
@@ -239,11 +211,11 @@ class ParallelMapIterator {
 
   // Loads and submits chunks until the in-flight budget is used.
   void launch() {
-    const std::size_t budget = std::min(runner_->capacity() - 1, 2 * parallelism_ + 1);
+    const std::size_t budget = std::min(engine_.slots() - 1, 2 * engine_.parallelism() + 1);
     while (!input_done_ && inflight_.size() < budget) {
-      const std::size_t slot = runner_->find_idle();
-      if (slot == Runner::none) return;
-      Chunk& c = runner_->work(slot);
+      const std::size_t slot = engine_.find_idle();
+      if (slot == Engine::none) return;
+      Chunk& c = engine_.work(slot);
       const std::size_t size = planner().chunk_size();
       if (c.in.size() < size) {
         c.in.resize(size);
@@ -270,55 +242,25 @@ class ParallelMapIterator {
       }
       c.count = k;
       if (k == 0) return;
-      runner_->submit(slot, parallelism_);
+      engine_.submit(slot);
       inflight_.push_back(slot);
     }
   }
 
-  // The next chunk to consume: the oldest (deterministic) or any finished one.
-  // Runs pending chunks itself rather than sleeping.
-  std::size_t take_ready() {
-    for (;;) {
-      for (std::size_t k = 0; k < inflight_.size(); ++k) {
-        const std::size_t slot = inflight_[k];
-        if (runner_->state(slot) == Runner::done) {
-          inflight_.erase(inflight_.begin() + static_cast<std::ptrdiff_t>(k));
-          return slot;
-        }
-        if (deterministic_) break;
-      }
-      // Rather than sleep, run a chunk nobody has started: the one needed
-      // first if possible, else the oldest (it is needed soon anyway).
-      if (deterministic_ && runner_->help(inflight_.front())) continue;
-      if (runner_->help_oldest()) continue;
-      runner_->wait_until([this] {
-        if (runner_->can_help()) return true;
-        for (std::size_t slot : inflight_) {
-          if (runner_->state(slot) == Runner::done) return true;
-          if (deterministic_) return false;
-        }
-        return false;
-      });
-    }
-  }
-
   void finish_current() {
-    runner_->release(current_);
-    current_ = Runner::none;
+    engine_.release(current_);
+    current_ = Engine::none;
   }
 
   InputIt input_;
-  std::shared_ptr<Runtime> runtime_;
-  std::shared_ptr<Runner> runner_;
-  std::size_t parallelism_;
-  bool deterministic_;
+  Engine engine_;
   detail::StageNode* node_;
   bool inline_ = false;
   bool fast_ = false;  // inline mode with nothing in flight: next() calls f directly
   bool input_done_ = false;
   std::int64_t next_index_ = 0;
   std::vector<std::size_t> inflight_;   // submitted slots, in launch order
-  std::size_t current_ = Runner::none;  // the done slot being consumed
+  std::size_t current_ = Engine::none;  // the done slot being consumed
   detail::InlineSampler sampler_;
   // Inline blocks (see `blocks`): results block_[block_pos_, block_end_) are
   // next, then block_error_ if f failed on the element after them.
@@ -330,40 +272,32 @@ class ParallelMapIterator {
 
 template <class Input, class F>
 class ParallelMapDataset
-    : public DatasetBase<
-          ParallelMapDataset<Input, F>,
+    : public detail::UnaryStage<
+          ParallelMapDataset<Input, F>, Input,
           std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>> {
  public:
   static constexpr std::string_view stage_name = "parallel_map";
+  using model_node = detail::ParallelMapNode;
 
   ParallelMapDataset(Input input, F f, MapOptions options)
-      : input_(std::move(input)), f_(std::move(f)), options_(options) {
-    detail::check_parallelism("map", options.parallelism);
+      : ParallelMapDataset::UnaryStage(std::move(input)), f_(std::move(f)), options_(options) {
+    detail::check_knob_option("map", "parallelism", options.parallelism);
   }
 
-  auto make_iterator(const IteratorContext& ctx) const {
-    const auto& runtime = ctx.runtime_or_default();
-    std::size_t parallelism = detail::resolve_parallelism(options_.parallelism, *runtime);
-    if (ctx.node) {
-      ctx.node->kind = detail::StageKind::parallel_map;
-      detail::configure_knob(ctx.node->parallelism, options_.parallelism, 1,
-                             static_cast<std::int64_t>(detail::max_tuned_parallelism(*runtime)),
-                             static_cast<std::int64_t>(parallelism));
-      parallelism = static_cast<std::size_t>(ctx.node->parallelism.get());
-    }
-    return ParallelMapIterator<detail::child_iterator_t<Input>, F>(
-        detail::child_iterator(input_, ctx), f_, parallelism,
-        options_.deterministic.value_or(ctx.deterministic), runtime, ctx.node);
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    const std::size_t parallelism = detail::configure_parallelism(ctx, options_.parallelism);
+    return ParallelMapIterator<It, F>(std::move(input), f_, parallelism,
+                                      options_.deterministic.value_or(ctx.deterministic),
+                                      runtime_of(ctx), ctx.node);
   }
 
-  const Input& input() const noexcept { return input_; }
   const F& function() const noexcept { return f_; }
   const MapOptions& options() const noexcept { return options_; }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   F f_;
   MapOptions options_;
 };

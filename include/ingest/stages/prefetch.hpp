@@ -19,45 +19,10 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
 
 namespace ingest {
-
-template <class InputIt>
-class PrefetchIterator {
- public:
-  using value_type = typename InputIt::value_type;
-
-  /// `node` (may be null) holds the buffer knob: the ring has `capacity`
-  /// slots and holds at most the knob's value.
-  /// A capacity of 0: no producer, next() pulls the input directly.
-  /// `cancel`: the source whose token the input's context got; stopped
-  /// when this iterator is destroyed.
-  PrefetchIterator(InputIt input, std::size_t capacity, std::shared_ptr<Runtime> runtime,
-                   detail::StageNode* node = nullptr, CancellationSource cancel = {})
-      : runtime_(std::move(runtime)), cancel_(std::move(cancel)) {
-    if (capacity == 0) {
-      direct_.emplace(std::move(input));
-    } else {
-      prefetcher_.emplace(std::move(input), capacity, *runtime_, nullptr, nullptr,
-                          node && node->buffer.tunable() ? &node->buffer.value : nullptr, node);
-    }
-  }
-
-  PrefetchIterator(PrefetchIterator&&) noexcept = default;
-  PrefetchIterator& operator=(PrefetchIterator&&) = delete;
-  /// Stops the input's work between elements, then (the prefetcher's
-  /// destructor) waits for the element in hand.
-  ~PrefetchIterator() { cancel_.request_stop(); }
-
-  std::optional<value_type> next() { return direct_ ? direct_->next() : prefetcher_->next(); }
-
- private:
-  std::shared_ptr<Runtime> runtime_;  // outlives the prefetcher (declared first)
-  CancellationSource cancel_;
-  std::optional<InputIt> direct_;
-  std::optional<detail::Prefetcher<InputIt>> prefetcher_;
-};
 
 /// The largest buffer the autotuner may give a prefetch (further limited by
 /// the pipeline's RAM budget).
@@ -67,6 +32,7 @@ template <class Input>
 class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "prefetch";
+  using model_node = detail::PrefetchNode;
 
   PrefetchDataset(Input input, std::int64_t buffer_size)
       : input_(std::move(input)), buffer_size_(buffer_size) {
@@ -78,12 +44,11 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
   }
 
   auto make_iterator(const IteratorContext& ctx) const {
-    const auto& runtime = ctx.runtime_or_default();
+    const auto& runtime = runtime_of(ctx);
     const std::size_t size =
         buffer_size_ == autotune ? 2 * runtime->threads() : static_cast<std::size_t>(buffer_size_);
     std::size_t capacity = size;
     if (ctx.node) {
-      ctx.node->kind = detail::StageKind::prefetch;
       // A tuned buffer starts at two elements (with one, the producer stops
       // at every hand-off until the consumer takes it, and the stages it
       // drives stop launching work: W6 chained maps 0.90 -> 0.97 x the best

@@ -14,6 +14,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -54,12 +56,13 @@ class ShardIterator {
 };
 
 template <class Input>
-class ShardDataset : public DatasetBase<ShardDataset<Input>, typename Input::element_type> {
+class ShardDataset
+    : public detail::UnaryStage<ShardDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "shard";
 
   ShardDataset(Input input, std::int64_t num_shards, std::int64_t index)
-      : input_(std::move(input)), num_shards_(num_shards), index_(index) {
+      : ShardDataset::UnaryStage(std::move(input)), num_shards_(num_shards), index_(index) {
     if (num_shards <= 0) {
       throw InvalidArgument("shard: num_shards must be > 0; got " + std::to_string(num_shards),
                             {.stage = "shard"});
@@ -70,19 +73,18 @@ class ShardDataset : public DatasetBase<ShardDataset<Input>, typename Input::ele
                             {.stage = "shard"});
     }
   }
-  auto make_iterator(const IteratorContext& ctx) const {
-    return ShardIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
-                                                          num_shards_, index_);
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return ShardIterator<It>(std::move(input), num_shards_, index_);
   }
 
   std::int64_t cardinality() const {
-    return detail::map_cardinality(detail::cardinality_of(input_), [&](std::int64_t k) {
+    return detail::map_cardinality(this->input_cardinality(), [&](std::int64_t k) {
       return k / num_shards_ + (k % num_shards_ > index_);
     });
   }
 
  private:
-  Input input_;
   std::int64_t num_shards_, index_;
 };
 

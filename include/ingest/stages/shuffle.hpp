@@ -27,6 +27,8 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/random.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -40,7 +42,7 @@ class ShuffleIterator {
       : input_(std::move(input)), capacity_(buffer_size), rng_(seed), cancel_(std::move(cancel)) {}
 
   std::optional<value_type> next() {
-    if (deferred_) std::rethrow_exception(std::exchange(deferred_, nullptr));
+    deferred_.rethrow_if_any();
     if (!filled_) fill();
     if (buffer_.empty()) return std::nullopt;
     const auto slot = static_cast<std::size_t>(rng_.uniform(buffer_.size()));
@@ -51,7 +53,7 @@ class ShuffleIterator {
         refill = input_.next();
         if (!refill) input_done_ = true;
       } catch (...) {
-        deferred_ = std::current_exception();  // surfaces on the next call; `out` is not lost
+        deferred_.defer(std::current_exception());  // surfaces on the next call; `out` is not lost
       }
     }
     if (refill) {
@@ -92,16 +94,17 @@ class ShuffleIterator {
   std::vector<value_type> buffer_;
   bool filled_ = false;
   bool input_done_ = false;
-  std::exception_ptr deferred_;
+  detail::DeferredError deferred_;
 };
 
 template <class Input>
-class ShuffleDataset : public DatasetBase<ShuffleDataset<Input>, typename Input::element_type> {
+class ShuffleDataset
+    : public detail::UnaryStage<ShuffleDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "shuffle";
 
   ShuffleDataset(Input input, std::int64_t buffer_size, ShuffleOptions options)
-      : input_(std::move(input)),
+      : ShuffleDataset::UnaryStage(std::move(input)),
         buffer_size_(buffer_size),
         options_(options),
         base_seed_(options.seed ? *options.seed : random_seed()),
@@ -112,20 +115,19 @@ class ShuffleDataset : public DatasetBase<ShuffleDataset<Input>, typename Input:
     }
   }
 
-  auto make_iterator(const IteratorContext& ctx) const {
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     // Every pass over the dataset (and its copies) gets its own stream.
     const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t seed =
         options_.reshuffle_each_iteration ? derive_seed(base_seed_, pass) : base_seed_;
-    return ShuffleIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
-                                                            static_cast<std::size_t>(buffer_size_),
-                                                            seed, ctx.cancellation);
+    return ShuffleIterator<It>(std::move(input), static_cast<std::size_t>(buffer_size_), seed,
+                               ctx.cancellation);
   }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   std::int64_t buffer_size_;
   ShuffleOptions options_;
   std::uint64_t base_seed_;

@@ -15,6 +15,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -57,26 +59,27 @@ class SkipIterator {
 };
 
 template <class Input>
-class SkipDataset : public DatasetBase<SkipDataset<Input>, typename Input::element_type> {
+class SkipDataset
+    : public detail::UnaryStage<SkipDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "skip";
 
-  SkipDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
+  SkipDataset(Input input, std::int64_t count)
+      : SkipDataset::UnaryStage(std::move(input)), count_(count) {
     detail::check_count("skip", count, "all");
   }
-  auto make_iterator(const IteratorContext& ctx) const {
-    return SkipIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
-                                                         count_, ctx.cancellation);
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    return SkipIterator<It>(std::move(input), count_, ctx.cancellation);
   }
 
   std::int64_t cardinality() const {
-    const std::int64_t n = detail::cardinality_of(input_);
+    const std::int64_t n = this->input_cardinality();
     return detail::map_cardinality(
         n, [&](std::int64_t k) { return count_ < 0 ? 0 : std::max<std::int64_t>(k - count_, 0); });
   }
 
  private:
-  Input input_;
   std::int64_t count_;
 };
 

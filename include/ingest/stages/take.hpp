@@ -14,6 +14,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -46,27 +48,28 @@ class TakeIterator {
 };
 
 template <class Input>
-class TakeDataset : public DatasetBase<TakeDataset<Input>, typename Input::element_type> {
+class TakeDataset
+    : public detail::UnaryStage<TakeDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "take";
 
-  TakeDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
+  TakeDataset(Input input, std::int64_t count)
+      : TakeDataset::UnaryStage(std::move(input)), count_(count) {
     detail::check_count("take", count, "all");
   }
-  auto make_iterator(const IteratorContext& ctx) const {
-    return TakeIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx),
-                                                         count_);
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return TakeIterator<It>(std::move(input), count_);
   }
 
   std::int64_t cardinality() const {
-    const std::int64_t n = detail::cardinality_of(input_);
+    const std::int64_t n = this->input_cardinality();
     if (count_ < 0) return n;
     if (n == infinite_cardinality) return count_;
     return detail::map_cardinality(n, [&](std::int64_t k) { return std::min(k, count_); });
   }
 
  private:
-  Input input_;
   std::int64_t count_;
 };
 

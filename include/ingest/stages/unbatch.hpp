@@ -12,6 +12,8 @@
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -48,19 +50,17 @@ class UnbatchIterator {
 };
 
 template <class Input>
-class UnbatchDataset
-    : public DatasetBase<UnbatchDataset<Input>,
-                         typename unbatch_traits<typename Input::element_type>::element_type> {
+class UnbatchDataset : public detail::UnaryStage<
+                           UnbatchDataset<Input>, Input,
+                           typename unbatch_traits<typename Input::element_type>::element_type> {
  public:
   static constexpr std::string_view stage_name = "unbatch";
 
-  explicit UnbatchDataset(Input input) : input_(std::move(input)) {}
-  auto make_iterator(const IteratorContext& ctx) const {
-    return UnbatchIterator<detail::child_iterator_t<Input>>(detail::child_iterator(input_, ctx));
+  explicit UnbatchDataset(Input input) : UnbatchDataset::UnaryStage(std::move(input)) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return UnbatchIterator<It>(std::move(input));
   }
-
- private:
-  Input input_;
 };
 
 }  // namespace ingest

@@ -13,6 +13,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/runtime.hpp"
 
 namespace ingest {
@@ -22,6 +23,7 @@ class WithOptionsDataset
     : public DatasetBase<WithOptionsDataset<Input>, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "with_options";
+  static constexpr bool hidden = true;  // configuration, not a stage
 
   WithOptionsDataset(Input input, PipelineOptions options)
       : input_(std::move(input)), options_(std::move(options)) {

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "ingest/core/dataset.hpp"
+#include "ingest/runtime/pipeline.hpp"
 
 namespace ingest {
 
@@ -52,9 +53,7 @@ class AnyIterator {
   struct Model final : Concept {
     explicit Model(It i) : it(std::move(i)) {}
     void next(std::optional<T>& out) override {
-      if (deferred) [[unlikely]] {
-        std::rethrow_exception(std::exchange(deferred, nullptr));
-      }
+      deferred.rethrow_if_any();
       // Value and flag written separately: `out = it.next()` copies the
       // optional through a 16-byte load of the parts just stored (a stall).
       if (std::optional<T> x = it.next()) out.emplace(std::move(*x));
@@ -77,13 +76,13 @@ class AnyIterator {
             out[n++] = std::move(*x);
           }
         } catch (...) {
-          deferred = std::current_exception();
+          deferred.defer(std::current_exception());
         }
         return n;
       }
     }
     It it;
-    std::exception_ptr deferred;
+    detail::DeferredError deferred;
   };
 
   std::unique_ptr<Concept> impl_;
@@ -94,6 +93,7 @@ template <class T>
 class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
  public:
   static constexpr std::string_view stage_name = "erase";
+  static constexpr bool hidden = true;  // a boundary, not a stage
 
   /// Erases `d`; implicit, so `AnyDataset<T> ds = range(10).map(f);` works.
   template <class D>

@@ -1,5 +1,6 @@
-// The backend-agnostic half of the loaders (ingest::HostLoader in
-// ingest/loader.hpp, ingest::cuda::DeviceLoader in ingest/cuda/), in the
+// The backend-agnostic core of the loaders (ingest::HostLoader in
+// ingest/loader.hpp, ingest::cuda::DeviceLoader in ingest/cuda/; their
+// dataset is stages/loader_dataset.hpp), in the
 // style of Thrust's systems: the ring, the order, the buffer pool and the
 // lifetime rules live here once; a backend supplies only a copy engine (a
 // CUDA stream, or a host thread that models one), events, and memory.
@@ -33,11 +34,10 @@
 #include <vector>
 
 #include "ingest/core/allocator.hpp"
-#include "ingest/core/dataset.hpp"
 #include "ingest/core/dlpack.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/tensor.hpp"
-#include "ingest/stages/prefetch.hpp"
+#include "ingest/runtime/prefetcher.hpp"
 
 namespace ingest {
 
@@ -434,63 +434,6 @@ class LoadStep {
   std::int64_t position_ = 0;
   bool bound_ = false;
   bool failed_ = false;
-};
-
-/// The dataset of a loader: wraps a dataset of host batches; its elements
-/// are the backend's batches. Registers as a prefetch-like node whose
-/// buffer knob is the depth, so the autotuner tunes it when depth is
-/// ingest::autotune.
-template <class Derived, class Backend, class Input>
-class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> {
- public:
-  using options_type = typename Backend::options_type;
-  static constexpr std::string_view stage_name = Backend::stage_name;
-  /// The depth an autotuned loader starts with (and keeps without an autotuner).
-  static constexpr std::int64_t default_depth = 2;
-
-  /// Throws InvalidArgument for a depth below 1 (other than ingest::autotune).
-  explicit LoaderDataset(Input input, options_type options = {})
-      : input_(std::move(input)), options_(std::move(options)) {
-    if (options_.depth != autotune && options_.depth < 1) {
-      throw InvalidArgument(
-          "depth must be >= 1 or ingest::autotune; got " + std::to_string(options_.depth),
-          {.stage = std::string(Backend::stage_name)});
-    }
-  }
-
-  const options_type& options() const noexcept { return options_; }
-
-  /// Throws what the backend throws when it cannot run here (e.g.
-  /// ingest::Unavailable without a CUDA device), before starting anything.
-  auto make_iterator(const IteratorContext& ctx) const {
-    const bool tuned = options_.depth == autotune;
-    std::int64_t depth = tuned ? default_depth : options_.depth;
-    const std::atomic<std::int64_t>* knob = nullptr;
-    std::int64_t capacity = depth;
-    if (ctx.node) {
-      ctx.node->kind = StageKind::prefetch;
-      configure_knob(ctx.node->buffer, options_.depth, 1, max_tuned_loader_depth, default_depth);
-      if (ctx.node->buffer.tunable()) {
-        knob = &ctx.node->buffer.value;
-        capacity = max_tuned_loader_depth;
-      }
-    }
-    auto shared = std::make_shared<LoaderShared<Backend>>(
-        options_, static_cast<std::size_t>(std::max(capacity, depth)) + 2);
-    const auto& runtime = ctx.runtime_or_default();
-    typename Backend::Engine engine(shared->resources, options_, *runtime);
-    CancellationSource cancel(ctx.cancellation);
-    IteratorContext inner = ctx.cancellable_by(cancel);
-    Backend::adapt_input_context(inner, options_);
-    using Step = LoadStep<Backend, child_iterator_t<Input>>;
-    return PrefetchIterator<Step>(
-        Step(child_iterator(input_, inner), std::move(shared), std::move(engine), depth, knob),
-        static_cast<std::size_t>(capacity), runtime, ctx.node, std::move(cancel));
-  }
-
- private:
-  Input input_;
-  options_type options_;
 };
 
 }  // namespace detail

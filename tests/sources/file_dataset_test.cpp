@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include <ingest/formats/file_sequence.hpp>
+#include <ingest/sources/file_dataset.hpp>
 
 using namespace ingest;
 
@@ -44,7 +44,7 @@ std::vector<std::string> outcomes(FileList files) {
 }
 }  // namespace
 
-TEST_CASE("FileList takes one path, a braced list or a vector", "[formats][file_sequence]") {
+TEST_CASE("FileList takes one path, a braced list or a vector", "[sources][file_dataset]") {
   CHECK(FileList("a").paths() == std::vector<std::string>{"a"});
   CHECK(FileList(std::string("a")).size() == 1);
   CHECK(FileList({"a", "b"}).paths() == std::vector<std::string>{"a", "b"});
@@ -53,7 +53,7 @@ TEST_CASE("FileList takes one path, a braced list or a vector", "[formats][file_
 }
 
 TEST_CASE("file sources move to the next file after data loss or an I/O error",
-          "[formats][file_sequence]") {
+          "[sources][file_dataset]") {
   using V = std::vector<std::string>;
   CHECK(outcomes({"ok:2", "ok:1"}) == V{"ok:2#2", "ok:2#1", "ok:1#1"});
   CHECK(outcomes({"loss:1", "ok:1"}) == V{"loss:1#1", "DataLossError@loss:1/fake", "ok:1#1"});

@@ -1,4 +1,4 @@
-// The loaders' buffer pool (runtime/loader.hpp's SlabPool) on a fake
+// The loaders' buffer pool (runtime/loader_core.hpp's SlabPool) on a fake
 // backend whose events are flags: fit, preference for passed fences,
 // fences travelling with a buffer, trimming, and waiting at destruction.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include <ingest/runtime/loader.hpp>
+#include <ingest/runtime/loader_core.hpp>
 
 using namespace ingest;
 using ingest::detail::Slab;

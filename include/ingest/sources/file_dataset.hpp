@@ -21,6 +21,7 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/formats/file.hpp"
+#include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/runtime.hpp"
 
 namespace ingest {

@@ -1,0 +1,78 @@
+// Clocks for measurements: now_ns() (the steady clock) and ticks(), the
+// CPU's time-stamp counter where there is one (a few ns instead of ~25 ns
+// for clock_gettime in a VM), converted with ticks_to_ns(). Used by the
+// probes, the model, the autotuner and the engines' pacing.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace ingest::detail {
+
+inline std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A cheap timestamp for measuring short calls on the hot path: the CPU's
+/// time-stamp counter on x86 (a few ns; clock_gettime costs ~25 ns in a VM),
+/// nanoseconds elsewhere. Convert differences with ticks_to_ns().
+inline std::int64_t ticks() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return static_cast<std::int64_t>(__builtin_ia32_rdtsc());
+#else
+  return now_ns();
+#endif
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/// The slow path of ns_per_tick(): measures the ratio against the steady
+/// clock since the first call, and settles it once 50 ms have passed.
+[[gnu::noinline]] inline double calibrate_ns_per_tick(std::atomic<double>& settled) noexcept {
+  struct Origin {
+    std::int64_t ns = now_ns();
+    std::int64_t tick = ticks();
+  };
+  static const Origin origin;
+  const std::int64_t ns = now_ns() - origin.ns;
+  if (ns < 1'000'000) {
+    // Too early to tell: measure over a millisecond once.
+    static const double early = [] {
+      const std::int64_t n0 = now_ns(), t0 = ticks();
+      while (now_ns() - n0 < 1'000'000) {
+      }
+      return static_cast<double>(now_ns() - n0) / static_cast<double>(ticks() - t0);
+    }();
+    return early;
+  }
+  const std::int64_t t = ticks() - origin.tick;
+  const double ratio = t > 0 ? static_cast<double>(ns) / static_cast<double>(t) : 1.0;
+  if (ns >= 50'000'000) settled.store(ratio, std::memory_order_relaxed);
+  return ratio;
+}
+#endif
+
+/// Nanoseconds per tick, calibrated against the steady clock: over the
+/// process's first 50 ms, then fixed, so the hot path reads no clock (a
+/// clock_gettime costs ~25 ns in a VM).
+inline double ns_per_tick() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  static std::atomic<double> settled{0.0};
+  const double ratio = settled.load(std::memory_order_relaxed);
+  if (ratio > 0) [[likely]]
+    return ratio;
+  return calibrate_ns_per_tick(settled);
+#else
+  return 1.0;
+#endif
+}
+
+/// Nanoseconds in a difference of ticks(). Take the difference first: the
+/// first calls of ns_per_tick() may calibrate (and read the clock).
+inline std::int64_t ticks_to_ns(std::int64_t delta) noexcept {
+  return static_cast<std::int64_t>(static_cast<double>(delta) * ns_per_tick());
+}
+
+}  // namespace ingest::detail

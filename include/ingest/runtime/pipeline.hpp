@@ -1,0 +1,133 @@
+// The iterator handed to users by Dataset::iterator() (PipelineIterator):
+// the pipeline's last stage plus what belongs to the whole pipeline, its
+// model (measurements and knobs), its autotuner thread and its trace; and
+// detail::make_pipeline_iterator, which core/dataset.hpp declares. Every
+// source and stage header includes this one, so iterator() works with any
+// of them alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "ingest/core/context.hpp"
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/iterator.hpp"
+#include "ingest/core/logging.hpp"
+#include "ingest/runtime/autotuner.hpp"
+#include "ingest/runtime/model.hpp"
+#include "ingest/runtime/probe.hpp"
+#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/stats.hpp"
+#include "ingest/runtime/trace.hpp"
+
+namespace ingest {
+
+/// The iterator handed to users by Dataset::iterator(): the pipeline's last
+/// stage, plus what belongs to the whole pipeline: its model (measurements
+/// and knobs), its autotuner, its trace.
+template <iterator It>
+class PipelineIterator {
+ public:
+  using value_type = typename It::value_type;
+
+  PipelineIterator(It it, std::shared_ptr<detail::Model> model)
+      : model_(std::move(model)), it_(std::move(it)) {}
+  PipelineIterator(PipelineIterator&&) noexcept = default;
+  PipelineIterator& operator=(PipelineIterator&&) = delete;
+  ~PipelineIterator() {
+    tuner_.reset();
+    if (model_ && !model_->trace_path.empty()) {
+      try {
+        detail::write_chrome_trace(*model_, model_->trace_path);
+      } catch (const Error& e) {
+        log_line(std::string("trace not written: ") + e.what());
+      }
+    }
+  }
+
+  /// The next element, or std::nullopt at the end. Rethrows an element's error
+  /// (an ingest::Error with its stage and position); iteration may continue.
+  /// Always inlined into the consumer's loop, as Probe::next is (see there).
+  [[gnu::always_inline]] std::optional<value_type> next() {
+    if (!started_) [[unlikely]]
+      start();
+    if (--countdown_ > 1) [[likely]]
+      return it_.next();
+    return measured_next();
+  }
+  /// Bulk form of next(); see iterator.hpp.
+  std::size_t fill(std::span<value_type> out) requires bulk_iterator<It> {
+    if (!started_) [[unlikely]]
+      start();
+    return it_.fill(out);
+  }
+
+  /// Per-stage statistics so far: elements, bytes, self time per element,
+  /// knobs, how long consumers waited, and the bottleneck. Thread-safe.
+  PipelineStats stats() const { return model_ ? detail::make_stats(*model_) : PipelineStats{}; }
+
+  /// Writes the trace recorded so far (see PipelineOptions::trace_path).
+  void write_trace(const std::string& path) const { detail::write_chrome_trace(*model_, path); }
+
+ private:
+  void start() {
+    started_ = true;
+    tracing_ = model_->tracing();
+    bool tunable = false;
+    model_->for_each(
+        [&](detail::StageNode& n) { tunable |= n.parallelism.tunable() || n.buffer.tunable(); });
+    if (tunable && model_->autotune.load(std::memory_order_relaxed)) {
+      const auto cpu = model_->cpu_budget.load(std::memory_order_relaxed);
+      tuner_ = std::make_unique<detail::Autotuner>(
+          model_,
+          cpu > 0 ? cpu
+                  : static_cast<std::int64_t>(detail::max_tuned_parallelism(*default_runtime())));
+    }
+  }
+
+  // Once every 16 calls: the consumer's own time between two calls (the
+  // end of one is noted, the start of the next measures the gap).
+  [[gnu::noinline]] std::optional<value_type> measured_next() {
+    if (countdown_ == 1) {
+      std::optional<value_type> x = it_.next();
+      last_end_ = detail::ticks();
+      return x;
+    }
+    const std::int64_t gap = detail::ticks_to_ns(detail::ticks() - last_end_);
+    model_->record_consumer(gap, 1);
+    if (tracing_) {
+      // The consumer's own time (the training step), beside the stages' spans.
+      const std::int64_t now = detail::now_ns();
+      model_->trace({"consumer", 'X', now - gap, gap, detail::thread_number(), {}});
+    }
+    countdown_ = tracing_ ? 2 : 16;
+    return it_.next();
+  }
+
+  std::shared_ptr<detail::Model> model_;
+  It it_;
+  std::unique_ptr<detail::Autotuner> tuner_;
+  bool started_ = false;
+  bool tracing_ = false;
+  std::int64_t countdown_ = 16;
+  std::int64_t last_end_ = 0;
+};
+
+namespace detail {
+template <class D>
+auto make_pipeline_iterator(const D& d) {
+  auto model = std::make_shared<Model>();
+  IteratorContext ctx;
+  ctx.model = model;
+  auto it = child_iterator(d, ctx);
+  return PipelineIterator<decltype(it)>(std::move(it), std::move(model));
+}
+}  // namespace detail
+
+}  // namespace ingest

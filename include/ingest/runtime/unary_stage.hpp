@@ -1,0 +1,44 @@
+// The shell every one-input stage shares, in the spirit of range-v3's
+// view_adaptor: it holds the input dataset, registers it in the pipeline's
+// model and wraps its iterator (child_iterator: the probe), and hands that
+// iterator to the stage's own
+//
+//     template <class It>
+//     auto make_stage_iterator(It input, const IteratorContext& ctx) const;
+//
+// so a stage's header holds only its own logic: its iterator, its
+// parameters and their checks, its cardinality. A stage that runs its input
+// in a context of its own (prefetch and the loaders: a cancellable one;
+// with_options: other options) or re-creates its input's iterator (repeat,
+// cache) hides make_iterator with its own and uses input().
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "ingest/core/context.hpp"
+#include "ingest/core/dataset.hpp"
+#include "ingest/runtime/probe.hpp"
+
+namespace ingest::detail {
+
+template <class Derived, class Input, class T>
+class UnaryStage : public DatasetBase<Derived, T> {
+ public:
+  explicit UnaryStage(Input input) : input_(std::move(input)) {}
+
+  const Input& input() const noexcept { return input_; }
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    return static_cast<const Derived&>(*this).make_stage_iterator(child_iterator(input_, ctx), ctx);
+  }
+
+ protected:
+  /// The input's cardinality() (unknown_cardinality when it has none).
+  std::int64_t input_cardinality() const { return cardinality_of(input_); }
+
+ private:
+  Input input_;
+};
+
+}  // namespace ingest::detail
