@@ -420,11 +420,13 @@ class MapAndBatchIterator {
   std::size_t capacity_;
   bool drop_remainder_;
   CancellationToken cancel_;
+  // Before engine_: the engine's destructor waits for the chunks writing
+  // into these batches, so they must outlive it.
+  std::vector<std::unique_ptr<Batch>> batches_;
+  std::vector<Batch*> active_;     // batches with chunks submitted, in launch order
   Engine engine_;                  // after cancel_: its Compute copies the token
   detail::CheckPacer pacer_;       // the fused path's pieces
   detail::CheckPacer load_pacer_;  // bulk input fills
-  std::vector<std::unique_ptr<Batch>> batches_;
-  std::vector<Batch*> active_;  // batches with chunks submitted, in launch order
   bool inline_ = false;
   bool fused_ = false;  // inline with a fused source: next() goes straight to next_fused()
   bool input_done_ = false;
