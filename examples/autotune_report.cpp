@@ -1,7 +1,9 @@
 // An autotuned pipeline: every knob set to ingest::autotune, then the stats
 // table (where the time goes, the knobs the autotuner chose, the
 // bottleneck) and a Chrome trace (open it in https://ui.perfetto.dev or
-// chrome://tracing). Set INGEST_AUTOTUNE_LOG=1 to see every decision.
+// chrome://tracing). Set INGEST_AUTOTUNE_LOG=1 to see every decision. The
+// table shows the pipeline as it runs: the parallel map moved after the
+// shuffle (which then holds the map's inputs) and fused with the batch.
 //   ./build/examples/autotune_report [trace.json]
 #include <chrono>
 #include <cstdint>

@@ -113,3 +113,59 @@ TEST_CASE("shuffle moves elements instead of copying them", "[stages][shuffle]")
   for (auto& p : ds) sum += *p;
   CHECK(sum == 190);
 }
+
+TEST_CASE("after a parallel map, shuffle buffers the map's inputs and maps after it",
+          "[stages][shuffle][concurrency]") {
+  const auto f = [](std::int64_t x) { return x * 7 % 2000; };
+  using F = std::decay_t<decltype(f)>;
+  // A sequential map is not moved: its outputs fill the buffer, the reference
+  // order. Each dataset is made anew: passes over one dataset reshuffle.
+  const auto reference = [&] { return range(2000).map(f).shuffle(300, {.seed = 9}); };
+  static_assert(std::is_same_v<decltype(reference()), ShuffleDataset<MapDataset<RangeDataset, F>>>);
+  for (std::int64_t p : {std::int64_t{1}, std::int64_t{2}, autotune}) {
+    const auto moved = [&] {
+      return range(2000).map(f, {.parallelism = p}).shuffle(300, {.seed = 9});
+    };
+    static_assert(
+        std::is_same_v<decltype(moved()), ParallelMapDataset<ShuffleDataset<RangeDataset>, F>>);
+    CHECK(collect(moved()) == collect(reference()));
+    // Later passes and repeat epochs reshuffle exactly as the reference does.
+    CHECK(collect(moved().repeat(3)) == collect(reference().repeat(3)));
+    // ... and a batch after it fuses with the map.
+    const auto batched = moved().batch(64);
+    static_assert(std::is_same_v<std::decay_t<decltype(batched)>,
+                                 MapAndBatchDataset<ShuffleDataset<RangeDataset>, F>>);
+    V flat;
+    for (const Tensor& b : batched) {
+      const V part = values_of(b);
+      flat.insert(flat.end(), part.begin(), part.end());
+    }
+    CHECK(flat == collect(reference()));
+  }
+}
+
+TEST_CASE("after a parallel map, a failing element surfaces at its shuffled position",
+          "[stages][shuffle][concurrency]") {
+  std::atomic<int> calls{0};
+  const auto ds = range(50)
+                      .map(
+                          [&calls](std::int64_t x) -> std::int64_t {
+                            ++calls;
+                            if (x == 10) throw Boom("bad");
+                            return x;
+                          },
+                          {.parallelism = 2})
+                      .shuffle(8, {.seed = 2});
+  const V order = collect(range(50).shuffle(8, {.seed = 2}));  // the inputs' shuffled order
+  const auto out = collect_outcomes(ds);
+  REQUIRE(out.size() == order.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (order[i] == 10) {
+      CHECK_FALSE(out[i].value);
+    } else {
+      REQUIRE(out[i].value);
+      CHECK(*out[i].value == order[i]);
+    }
+  }
+  CHECK(calls == 50);  // once per element
+}

@@ -253,8 +253,27 @@ class DatasetBase {
   }
 
   /// Shuffles with a buffer of `buffer_size` elements (tf: shuffle).
+  ///
+  /// After a parallel map, `map(f, {...}).shuffle(n)` shuffles the map's
+  /// inputs and applies `f` after the shuffle: the same elements in the same
+  /// order (a shuffle's draws depend only on how many elements it holds), but
+  /// the buffer holds the inputs (records or paths, usually far smaller than
+  /// decoded tensors) and a following batch() fuses with the map, so results
+  /// are written into the batch while still in cache instead of going cold
+  /// in a large buffer. A parallel map's `f` is already called in no
+  /// particular order on several threads; an error from it surfaces at the
+  /// element's shuffled position. Use a sequential map to keep the outputs in
+  /// the buffer (for a function that shrinks its elements a lot).
   auto shuffle(std::int64_t buffer_size, ShuffleOptions options = {}) const {
-    return ShuffleDataset<Derived>(self(), buffer_size, options);
+    if constexpr (detail::is_parallel_map<Derived>::value) {
+      using Input = std::decay_t<decltype(self().input())>;
+      using F = std::decay_t<decltype(self().function())>;
+      return ParallelMapDataset<ShuffleDataset<Input>, F>(
+          ShuffleDataset<Input>(self().input(), buffer_size, options), self().function(),
+          self().options());
+    } else {
+      return ShuffleDataset<Derived>(self(), buffer_size, options);
+    }
   }
 
   /// Keeps the elements of the first complete pass in memory for later passes
