@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ingest/formats/example.hpp>
@@ -301,6 +302,33 @@ TEST_CASE("ExampleSpec validates its features", "[formats][example]") {
     CHECK(big.index("feature/" + std::to_string(i)) == static_cast<std::size_t>(i));
   CHECK_FALSE(big.find("feature/300"));
   CHECK_FALSE(ExampleSpec{}.find(""));
+}
+
+TEST_CASE("a parsed Example keeps its spec, counted per parsing thread", "[formats][example]") {
+  const std::string record =
+      ExampleBuilder().add_bytes("image", {"px"}).add_int64s("label", {3}).serialize();
+  ParsedExample kept;
+  {
+    const ExampleSpec spec{{"image", FixedLenFeature{.dtype = FeatureType::bytes}},
+                           {"label", FixedLenFeature{.dtype = FeatureType::int64}}};
+    kept = parse_example(record, spec);
+    // Results parsed on other threads share the spec too (each thread's own count).
+    std::vector<ParsedExample> parsed(4);
+    std::vector<std::thread> threads;
+    for (auto& p : parsed) threads.emplace_back([&] { p = parse_example(record, spec); });
+    for (auto& t : threads) t.join();
+    for (const auto& p : parsed) {
+      CHECK(p.spec().same_as(spec));
+      CHECK(p.tensor("label").item<std::int64_t>() == 3);
+    }
+  }  // the spec is gone; every result keeps what it needs
+  CHECK(kept.bytes("image")[0] == "px");
+  CHECK(kept.tensor("label").item<std::int64_t>() == 3);
+  CHECK(kept.spec().size() == 2);
+  // An empty spec: what a ParsedExample starts with.
+  CHECK(ParsedExample{}.spec().size() == 0);
+  CHECK(ExampleSpec{}.same_as(ExampleSpec{}));
+  CHECK_THROWS_AS(ParsedExample{}["image"], InvalidArgument);
 }
 
 TEST_CASE("bytes values are views into the record", "[formats][example]") {

@@ -182,7 +182,8 @@ inline SpecEntry make_spec_entry(std::string name, const FeatureSpec& spec) {
 class ExampleSpec {
  public:
   /// An empty spec (e.g. for a SequenceExample without context features).
-  ExampleSpec() : ExampleSpec(std::vector<std::pair<std::string, FeatureSpec>>{}) {}
+  /// Allocates nothing: every ParsedExample starts with one.
+  ExampleSpec() noexcept = default;
   /// `{{"image", FixedLenFeature{...}}, {"label", ...}}`. Throws InvalidArgument
   /// for a repeated name, an unknown dimension or a default that does not fit.
   ExampleSpec(std::initializer_list<std::pair<std::string, FeatureSpec>> features)
@@ -197,21 +198,42 @@ class ExampleSpec {
     data_ = std::move(data);
   }
 
-  std::size_t size() const noexcept { return data_->entries.size(); }
-  const std::string& name(std::size_t i) const { return data_->entries.at(i).name; }
-  FeatureType dtype(std::size_t i) const { return data_->entries.at(i).dtype; }
+  std::size_t size() const noexcept { return data().entries.size(); }
+  const std::string& name(std::size_t i) const { return data().entries.at(i).name; }
+  FeatureType dtype(std::size_t i) const { return data().entries.at(i).dtype; }
   /// The index of feature `name`, if the spec has it.
   std::optional<std::size_t> find(std::string_view name) const noexcept {
-    return data_->find(name);
+    return data().find(name);
   }
   /// The index of feature `name`; throws InvalidArgument if the spec has none.
   std::size_t index(std::string_view name) const {
-    if (auto i = data_->find(name)) return *i;
+    if (auto i = data().find(name)) return *i;
     throw InvalidArgument("no feature '" + std::string(name) + "' in the spec");
   }
 
-  const detail::SpecData& data() const noexcept { return *data_; }
-  bool same_as(const ExampleSpec& o) const noexcept { return data_ == o.data_; }
+  const detail::SpecData& data() const noexcept {
+    static const detail::SpecData empty;
+    return data_ ? *data_ : empty;
+  }
+  bool same_as(const ExampleSpec& o) const noexcept { return data_.get() == o.data_.get(); }
+
+  /// A copy sharing this spec through a reference count of the calling
+  /// thread's own. Parsers keep a copy in every ParsedExample they fill;
+  /// copies of one count, made and dropped on several threads at once,
+  /// would bounce its cache line between the cores on every parse.
+  ExampleSpec thread_copy() const {
+    thread_local std::shared_ptr<const detail::SpecData> local;
+    if (local.get() != data_.get()) {
+      // The aliasing constructor: a new count (owning a copy of data_) for the same data.
+      local =
+          data_ ? std::shared_ptr<const detail::SpecData>(
+                      std::make_shared<std::shared_ptr<const detail::SpecData>>(data_), data_.get())
+                : nullptr;
+    }
+    ExampleSpec copy;
+    copy.data_ = local;
+    return copy;
+  }
 
  private:
   static void rebuild_table(detail::SpecData& d) {
@@ -285,7 +307,7 @@ namespace detail {
 // How the parsers fill a ParsedExample.
 struct ParsedExampleAccess {
   static std::vector<ParsedFeature>& reset(ParsedExample& out, const ExampleSpec& spec) {
-    if (!out.spec_.same_as(spec)) out.spec_ = spec;
+    if (!out.spec_.same_as(spec)) out.spec_ = spec.thread_copy();
     out.features_.resize(spec.size());
     return out.features_;
   }
