@@ -88,6 +88,40 @@ TEST_CASE("the CPU budget caps the parallelism", "[runtime][autotuner]") {
   }
 }
 
+TEST_CASE("an interleave's fetchers take from the CPU budget what they compute",
+          "[runtime][autotuner]") {
+  // root: a parallel map (1 us) <- an interleave whose inputs cost 8 us per
+  // element to read (gzip from the page cache, or a remote read).
+  for (const double share : {1.0, 0.1}) {
+    Synthetic p;
+    const auto map = p.add<ParallelMapNode>("map", 1'000, 1000);
+    const auto interleave = p.add<InterleaveNode>("interleave", 0, 1000);
+    const auto inner = p.add("tfrecord", 8'000, 1000);
+    p.views[map].inputs = {interleave};
+    p.views[interleave].inputs = {inner};
+    configure_knob(p.node(map).parallelism, autotune, 1, 3, 1);
+    configure_knob(p.node(interleave).parallelism, autotune, 1, 16, 1);
+    // Sampled pulling: all of it on a CPU, or a tenth (waiting for the network).
+    p.node(interleave).driver_wall_ns = 1'000'000;
+    p.node(interleave).driver_cpu_ns = static_cast<std::int64_t>(share * 1'000'000);
+    Optimizer o(p.views, 0);
+    o.optimize(budget(3));
+    const std::int64_t fetchers = o.parallelism(interleave);
+    CHECK(static_cast<double>(o.parallelism(map)) + static_cast<double>(fetchers) * share <=
+          3 + 1e-9);
+    if (share == 1.0) {
+      CHECK(fetchers == 2);  // computing fetchers share the two cores with the map
+    } else {
+      // Waiting fetchers cost little: more than computing ones could have,
+      // about enough that 8 us / fetchers meets the map's 1 us.
+      CHECK(fetchers >= 6);
+    }
+  }
+  // Unmeasured fetchers count as computing.
+  StageNode fresh("interleave", nullptr, 0);
+  CHECK(fresh.driver_cpu_share() == 1.0);
+}
+
 TEST_CASE("a cost change moves the parallelism", "[runtime][autotuner]") {
   Synthetic p;
   const auto a = p.add<ParallelMapNode>("a", 80'000, 1000);

@@ -79,7 +79,7 @@ class HandOffNode : public StageNode {
   double buffered_bytes(KnobValues k, double bytes) const override {
     return static_cast<double>(k.parallelism) * bytes;
   }
-  bool uses_pool() const noexcept override { return true; }
+  double cpu_demand(KnobValues k) const override { return static_cast<double>(k.parallelism); }
   bool async() const noexcept override { return true; }
   bool shows_parallelism() const noexcept override { return true; }
 };

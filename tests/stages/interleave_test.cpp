@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -279,5 +280,42 @@ TEST_CASE("destroying a parallel interleave stops the batches its inputs are fil
     }
     // The element in hand of each pulling producer, and one per check's race.
     CHECK(calls.load() - before <= 2 * static_cast<int>(p) + 2);
+  }
+}
+
+TEST_CASE("a tuned parallelism of 1 pulls the inputs opened from then on inline",
+          "[stages][interleave][concurrency]") {
+  // Which thread produced each element: the consumer's, or a producer's.
+  std::mutex mu;
+  std::vector<std::thread::id> producer(600);
+  const auto shard = [&](std::int64_t s) {
+    return range(s * 100, s * 100 + 100).map([&](std::int64_t x) {
+      std::lock_guard lock(mu);
+      producer[static_cast<std::size_t>(x)] = std::this_thread::get_id();
+      return x;
+    });
+  };
+  using It = InterleaveIterator<detail::child_iterator_t<RangeDataset>, decltype(shard)>;
+  std::atomic<std::int64_t> knob{3};
+  IteratorContext ctx;
+  const It::Config config{.cycle_length = 2,
+                          .block_length = 1,
+                          .parallelism = 3,
+                          .deterministic = true,
+                          .tuned_parallelism = &knob};
+  It it(detail::child_iterator(range(6), ctx), shard, config, ctx);
+  V got;
+  // The first call opens shard 0 and two ahead (1, 2), each with a producer.
+  got.push_back(*it.next());
+  knob = 1;  // the autotuner's choice: shards 3, 4 and 5 open inline
+  while (auto x = it.next()) got.push_back(*x);
+  CHECK(got ==
+        collect(range(6).interleave([](std::int64_t s) { return range(s * 100, s * 100 + 100); },
+                                    {.cycle_length = 2})));
+  const auto me = std::this_thread::get_id();
+  for (std::int64_t s = 0; s < 6; ++s) {
+    INFO("shard " << s);
+    const bool inline_pulled = producer[static_cast<std::size_t>(s * 100 + 50)] == me;
+    CHECK(inline_pulled == (s >= 3));
   }
 }

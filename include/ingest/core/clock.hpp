@@ -4,11 +4,55 @@
 // probes, the model, the autotuner and the engines' pacing.
 #pragma once
 
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 
 namespace ingest::detail {
+
+/// The calling thread's time on a CPU, and its time runnable but waiting for
+/// one (other threads had the cores), in ns since it started.
+struct ThreadTimes {
+  std::int64_t on_cpu = 0;
+  std::int64_t waiting_for_cpu = 0;
+};
+
+/// ThreadTimes now (system calls, a few microseconds: not for hot paths):
+/// the thread's CPU clock, and the run-queue wait from Linux's
+/// /proc/thread-self/schedstat (a file kept open per thread; 0 where there
+/// is none). The schedstat's own CPU time is only brought up to date at
+/// scheduler ticks, too coarse for bursts of a few hundred microseconds;
+/// its wait is exact, since it only grows while the thread is not running.
+inline ThreadTimes thread_times() noexcept {
+  struct File {
+    int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    ~File() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  thread_local File file;
+  ThreadTimes t;
+  timespec ts{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+    t.on_cpu = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  if (file.fd >= 0) {
+    char buf[96];
+    const ::ssize_t n = ::pread(file.fd, buf, sizeof buf - 1, 0);
+    if (n > 0) {
+      buf[n] = '\0';
+      char* end = nullptr;
+      std::strtoll(buf, &end, 10);  // time on a CPU, as of the last tick
+      t.waiting_for_cpu = std::strtoll(end, nullptr, 10);
+    }
+  }
+  return t;
+}
 
 inline std::int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -3,9 +3,11 @@
 // the knobs set to ingest::autotune (parallelism of parallel map,
 // map-and-batch and interleave; prefetch buffer sizes) toward the lowest
 // latency, within a CPU budget (the parallelism of the stages running on the
-// compute pool <= its threads + 1, the consumer thread that helps; an
-// interleave's I/O fetchers are bounded by its cycle length) and a RAM budget (buffered bytes <=
-// ram_budget_bytes). tf.data counterpart: model::Model::Optimize with the hill-climbing algorithm.
+// compute pool <= its threads + 1, the consumer thread that helps; each
+// node says how many cores its knob keeps busy, so an interleave's fetchers
+// count for the share of their time they compute rather than wait for I/O)
+// and a RAM budget (buffered bytes <= ram_budget_bytes). tf.data counterpart:
+// model::Model::Optimize with the hill-climbing algorithm.
 //
 // The model, as tf.data's, is each node's own formula (runtime/model.hpp:
 // StageNode::modelled_time and its overrides): a synchronous stage adds its
@@ -96,13 +98,9 @@ class Optimizer {
   /// by more than 0.5% (a pipeline already faster than its consumer gets no
   /// more threads or memory).
   void optimize(const Budget& budget) {
-    std::int64_t fixed_cpu = 0;
     for (std::size_t i = 0; i < views_.size(); ++i) {
       const StageNode& n = *views_[i].node;
-      if (n.parallelism.tunable())
-        par_[i] = n.parallelism.min();
-      else if (is_parallel(i))
-        fixed_cpu += par_[i];
+      if (n.parallelism.tunable()) par_[i] = n.parallelism.min();
       if (n.buffer.tunable()) buf_[i] = n.buffer.min();
     }
     for (int step = 0; step < 10'000; ++step) {
@@ -112,11 +110,11 @@ class Optimizer {
       bool best_is_buffer = false;
       for (std::size_t i = 0; i < views_.size(); ++i) {
         const StageNode& n = *views_[i].node;
-        const bool room = !uses_pool(i) || tuned_cpu() + fixed_cpu + 1 <= budget.cpu;
-        if (n.parallelism.tunable() && par_[i] < n.parallelism.max() && room) {
+        if (n.parallelism.tunable() && par_[i] < n.parallelism.max()) {
           ++par_[i];
           const double t = output_time();
-          if (t < best && buffered_bytes() <= budget.ram_bytes) {
+          if (t < best && buffered_bytes() <= budget.ram_bytes &&
+              cpu_demand() <= static_cast<double>(budget.cpu) + 1e-9) {
             best = t;
             best_i = i;
             best_is_buffer = false;
@@ -149,17 +147,11 @@ class Optimizer {
   const std::vector<NodeView>& views() const noexcept { return views_; }
 
  private:
-  // Stages whose parallelism runs on the compute pool (the CPU budget). An
-  // interleave's fetchers are driver threads doing I/O: bounded by its cycle
-  // length instead.
-  bool uses_pool(std::size_t i) const { return views_[i].node->uses_pool(); }
   KnobValues knobs(std::size_t i) const { return {par_[i], buf_[i]}; }
-  bool is_parallel(std::size_t i) const { return uses_pool(i); }
-  std::int64_t tuned_cpu() const {
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < views_.size(); ++i) {
-      if (views_[i].node->parallelism.tunable() && uses_pool(i)) total += par_[i];
-    }
+  // Cores the stages keep busy with the current knob values, fixed ones included.
+  double cpu_demand() const {
+    double total = 0;
+    for (std::size_t i = 0; i < views_.size(); ++i) total += views_[i].node->cpu_demand(knobs(i));
     return total;
   }
 

@@ -10,8 +10,8 @@
 // (StageNode, the synchronous model, when it names none), and
 // child_iterator() creates the node of that type. A node type overrides the
 // few virtual functions below: its modelled time (its cost formula), the
-// bytes its buffers hold, whether its parallelism runs on the compute pool,
-// where its inputs run, and which knobs stats() shows. The autotuner and
+// bytes its buffers hold, the cores its parallelism occupies (the CPU
+// budget), where its inputs run, and which knobs stats() shows. The autotuner and
 // stats() call only these, so a new async stage declares its node type here
 // or in its own header and touches neither. They are called per tuning step,
 // never per element. A dataset may also declare `batches = true` (it stacks
@@ -131,8 +131,10 @@ class StageNode {
   }
   /// Bytes its buffers hold at most with `knobs`, elements of `bytes` each.
   virtual double buffered_bytes(KnobValues, double) const { return 0; }
-  /// Its parallelism runs user functions on the compute pool (the CPU budget).
-  virtual bool uses_pool() const noexcept { return false; }
+  /// Cores its parallelism keeps busy with `knobs`, beyond its consumer's
+  /// thread: what it takes from the CPU budget. A synchronous stage runs on
+  /// its consumer's thread and takes nothing.
+  virtual double cpu_demand(KnobValues) const { return 0; }
   /// Its own time is its workers' (work_ns), not its consumer's calls.
   virtual bool async() const noexcept { return false; }
   /// Its inputs are pulled on its consumer's thread (their time is in its calls').
@@ -170,6 +172,20 @@ class StageNode {
   /// buffered now and at most.
   std::atomic<std::int64_t> wait_ns{0};
   std::atomic<std::int64_t> buffered{0}, buffered_peak{0};
+  /// Stages pulling on driver threads (a parallel interleave's fetchers):
+  /// sampled time the fetchers pulled (less the time they waited for a core
+  /// held by other threads), and of it the time they were on a CPU. Reading
+  /// from the page cache or inflating is all CPU; waiting on the network is not.
+  std::atomic<std::int64_t> driver_wall_ns{0}, driver_cpu_ns{0};
+
+  /// The share of its driver threads' pulling spent on a CPU (1 until measured).
+  double driver_cpu_share() const noexcept {
+    const auto wall = driver_wall_ns.load(std::memory_order_relaxed);
+    if (wall <= 0) return 1;
+    const double share = static_cast<double>(driver_cpu_ns.load(std::memory_order_relaxed)) /
+                         static_cast<double>(wall);
+    return std::clamp(share, 0.05, 1.0);
+  }
 
   void set_buffered(std::int64_t n) noexcept {
     buffered.store(n, std::memory_order_relaxed);
@@ -224,7 +240,8 @@ class ParallelMapNode : public StageNode {
   double buffered_bytes(KnobValues k, double bytes) const override {
     return static_cast<double>(2 * k.parallelism + 1) * bytes;
   }
-  bool uses_pool() const noexcept override { return true; }
+  /// `parallelism` calls at once, on the pool (and the consumer's thread, which helps).
+  double cpu_demand(KnobValues k) const override { return static_cast<double>(k.parallelism); }
   bool async() const noexcept override { return true; }
   bool pulls_inputs_inline() const noexcept override { return true; }
   bool shows_parallelism() const noexcept override { return true; }
@@ -254,9 +271,11 @@ class LoaderNode : public PrefetchNode {
   using PrefetchNode::PrefetchNode;
 };
 
-/// An interleave: with parallelism > 1 (or tuned), `parallelism` fetchers
-/// pull its open inputs on driver threads (I/O, not the compute pool) into
-/// small buffers; with a fixed parallelism of 1 it pulls them itself.
+/// An interleave: with parallelism > 1, `parallelism` fetchers pull its open
+/// inputs on driver threads into small buffers; with parallelism 1 (fixed,
+/// or tuned down to 1 for the inputs it opens next) it pulls them itself. Its fetchers take from
+/// the CPU budget the share of their time they spend computing (reading the page cache, inflating,
+/// checking CRCs), not the time they wait for I/O.
 class InterleaveNode : public StageNode {
  public:
   using StageNode::StageNode;
@@ -269,11 +288,16 @@ class InterleaveNode : public StageNode {
   double buffered_bytes(KnobValues k, double bytes) const override {
     return static_cast<double>(2 * k.parallelism + 1) * bytes;
   }
+  double cpu_demand(KnobValues k) const override {
+    return parallel(k.parallelism) ? static_cast<double>(k.parallelism) * driver_cpu_share() : 0;
+  }
   bool async() const noexcept override { return true; }
-  bool shows_parallelism() const noexcept override { return parallel(parallelism.get()); }
+  bool shows_parallelism() const noexcept override {
+    return parallel(parallelism.get()) || parallelism.tunable();
+  }
 
  private:
-  bool parallel(std::int64_t p) const noexcept { return p > 1 || parallelism.tunable(); }
+  static bool parallel(std::int64_t p) noexcept { return p > 1; }
 };
 
 /// A trace event (Chrome trace-event format).

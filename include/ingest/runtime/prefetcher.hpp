@@ -57,8 +57,12 @@ class Gate {
     Step step = nullptr;
   };
 
-  explicit Gate(std::size_t permits, const std::atomic<std::int64_t>* dynamic_limit = nullptr)
-      : permits_(permits), dynamic_(dynamic_limit) {}
+  /// `node` (optional) receives the producers' sampled pulling time and the
+  /// CPU time within it (StageNode::driver_wall_ns, driver_cpu_ns).
+  explicit Gate(std::size_t permits, const std::atomic<std::int64_t>* dynamic_limit = nullptr,
+                StageNode* node = nullptr)
+      : permits_(permits), dynamic_(dynamic_limit), node_(node) {}
+  StageNode* node() const noexcept { return node_; }
   void acquire() {
     std::unique_lock lock(mu_);
     while (in_use_ >= limit()) cv_.wait_for(lock, std::chrono::milliseconds(5));
@@ -121,6 +125,7 @@ class Gate {
   std::size_t in_use_ = 0;
   std::deque<Parked> parked_;
   const std::atomic<std::int64_t>* dynamic_;
+  StageNode* node_;
 };
 
 /// `Cooperative` (with a gate): the producer holds a driver thread only
@@ -382,7 +387,26 @@ class Prefetcher {
 
     // Pulls up to a burst of elements into the ring while it has room and
     // the producer is not cancelled; true once the input's end is stored.
+    // One burst in 8 is timed for the gate's node: the autotuner counts
+    // fetchers by the share of their time they compute. Time spent waiting
+    // for a core (more threads than cores) is left out of both, so that
+    // crowding does not make computing fetchers look like waiting ones.
     bool pull_burst() {
+      StageNode* measured = gate ? gate->node() : nullptr;
+      if (measured && ++bursts % 8 == 0) {
+        const std::int64_t wall = now_ns();
+        const ThreadTimes before = thread_times();
+        const bool last = pull_burst_unmeasured();
+        const ThreadTimes after = thread_times();
+        const std::int64_t crowded = after.waiting_for_cpu - before.waiting_for_cpu;
+        measured->driver_cpu_ns.fetch_add(after.on_cpu - before.on_cpu, std::memory_order_relaxed);
+        measured->driver_wall_ns.fetch_add(std::max<std::int64_t>(now_ns() - wall - crowded, 0),
+                                           std::memory_order_relaxed);
+        return last;
+      }
+      return pull_burst_unmeasured();
+    }
+    bool pull_burst_unmeasured() {
       static constexpr int burst = 64;
       for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
         Item item;
@@ -464,6 +488,7 @@ class Prefetcher {
     const std::atomic<std::int64_t>* limit;
     StageNode* node;
     Runtime* runtime;
+    std::uint32_t bursts = 0;                      // producer's: pull_burst calls
     alignas(64) std::atomic<std::size_t> head{0};  // consumer position
     alignas(64) std::atomic<std::size_t> tail{0};  // producer position
     Notifier not_empty, not_full, exit_signal;
