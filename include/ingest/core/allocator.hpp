@@ -284,14 +284,15 @@ struct ExternalBlock : Block {
 };
 
 inline Block* allocate_block(Allocator& allocator, std::size_t bytes) {
-  if (allocator.host_accessible()) {
+  const MemoryKind kind = allocator.memory_kind();
+  if (kind != MemoryKind::device) {
     auto* raw = static_cast<std::byte*>(allocator.allocate(bytes + tensor_alignment));
     auto* b = new (raw) Block();
     b->allocator = &allocator;
     b->data = raw + tensor_alignment;
     b->capacity = bytes;
     b->header_inline = true;
-    b->kind = allocator.memory_kind();
+    b->kind = kind;
     return b;
   }
   auto* b = new Block();
@@ -312,7 +313,14 @@ inline void retain(Block* b) noexcept {
 }
 
 inline void release(Block* b) noexcept {
-  if (!b || b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (!b) return;
+  // The sole owner frees without a locked read-modify-write (one per batch
+  // on the hand-off path): holding the only reference, nobody else can take
+  // another. Otherwise the last of several owners frees.
+  if (b->refs.load(std::memory_order_acquire) != 1 &&
+      b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    return;
+  }
   if (!b->allocator) {
     auto* e = static_cast<ExternalBlock*>(b);
     if (e->release) e->release();

@@ -35,12 +35,15 @@ namespace detail {
 /// max_tensor_bytes: an impossible batch_size is InvalidArgument (the stage
 /// adds its name), raised when the first element shows its size, before
 /// anything is allocated by the batch size.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_batch_bytes(std::size_t capacity,
+                                                                     std::size_t element_bytes) {
+  throw InvalidArgument("batch_size " + std::to_string(capacity) + " x " +
+                        std::to_string(element_bytes) + "-byte elements exceeds " + tib_limit());
+}
 inline void check_batch_bytes(std::size_t capacity, std::size_t element_bytes) {
   std::uint64_t bytes = 0;
-  if (!bounded_mul(capacity, element_bytes, bytes)) {
-    throw InvalidArgument("batch_size " + std::to_string(capacity) + " x " +
-                          std::to_string(element_bytes) + "-byte elements exceeds " + tib_limit());
-  }
+  if (!bounded_mul(capacity, element_bytes, bytes)) [[unlikely]]
+    throw_batch_bytes(capacity, element_bytes);
 }
 }  // namespace detail
 

@@ -136,19 +136,27 @@ constexpr bool bounded_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out,
 /// the product of the non-zero dimensions exceeds max_tensor_bytes (an element
 /// has at least one byte). Zero dimensions do not excuse huge others: a
 /// [2^62, 2^62, 0] shape is refused, so loops over any one dimension stay bounded.
-inline std::int64_t checked_num_elements(const Shape& shape, std::string_view what = "tensor") {
-  std::uint64_t n = 1;
-  bool zero = false;
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_unchecked_shape(const Shape& shape,
+                                                                         std::string_view what) {
   for (std::int64_t d : shape) {
     if (d < 0) {
       throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() +
                             " has an unknown or negative dimension");
     }
+  }
+  throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() +
+                        " has more elements than " + tib_limit() + " allows");
+}
+inline std::int64_t checked_num_elements(const Shape& shape, std::string_view what = "tensor") {
+  std::uint64_t n = 1;
+  bool zero = false;
+  for (std::int64_t d : shape) {
+    if (d < 0) [[unlikely]]
+      throw_unchecked_shape(shape, what);
     if (d == 0) {
       zero = true;
-    } else if (!bounded_mul(n, static_cast<std::uint64_t>(d), n)) {
-      throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() +
-                            " has more elements than " + tib_limit() + " allows");
+    } else if (!bounded_mul(n, static_cast<std::uint64_t>(d), n)) [[unlikely]] {
+      throw_unchecked_shape(shape, what);
     }
   }
   return zero ? 0 : static_cast<std::int64_t>(n);
@@ -168,14 +176,18 @@ inline std::size_t checked_bytes(std::uint64_t count, std::uint64_t item_bytes,
 
 /// The byte size of a tensor of concrete `shape` with `element_size`-byte
 /// elements, checked as checked_num_elements, then against max_tensor_bytes.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_too_many_bytes(const Shape& shape,
+                                                                        std::size_t element_size,
+                                                                        std::string_view what) {
+  throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() + " of " +
+                        std::to_string(element_size) + "-byte elements exceeds " + tib_limit());
+}
 inline std::size_t checked_byte_size(const Shape& shape, std::size_t element_size,
                                      std::string_view what = "tensor") {
   const auto n = static_cast<std::uint64_t>(checked_num_elements(shape, what));
   std::uint64_t bytes = 0;
-  if (!bounded_mul(n, element_size, bytes)) {
-    throw InvalidArgument(std::string(what) + ": shape " + shape.to_string() + " of " +
-                          std::to_string(element_size) + "-byte elements exceeds " + tib_limit());
-  }
+  if (!bounded_mul(n, element_size, bytes)) [[unlikely]]
+    throw_too_many_bytes(shape, element_size, what);
   return static_cast<std::size_t>(bytes);
 }
 

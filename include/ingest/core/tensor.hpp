@@ -259,17 +259,23 @@ class Tensor {
   friend std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
 
  private:
+  // The checks inline to a compare and a branch; building their messages
+  // stays out of line (every batch and typed access passes through them).
   static void check_concrete(const Shape& s) {
-    if (!s.is_concrete()) {
-      throw InvalidArgument("a tensor's shape must be concrete, got " + s.to_string());
-    }
+    if (!s.is_concrete()) [[unlikely]]
+      not_concrete(s);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] static void not_concrete(const Shape& s) {
+    throw InvalidArgument("a tensor's shape must be concrete, got " + s.to_string());
   }
   template <class T>
   void check_dtype() const {
-    if (dtype_of_v<T> != dtype_) {
-      throw InvalidArgument("tensor of dtype " + std::string(dtype_name(dtype_)) + " accessed as " +
-                            std::string(dtype_name(dtype_of_v<T>)));
-    }
+    if (dtype_of_v<T> != dtype_) [[unlikely]]
+      wrong_dtype(dtype_of_v<T>);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void wrong_dtype(DType asked) const {
+    throw InvalidArgument("tensor of dtype " + std::string(dtype_name(dtype_)) + " accessed as " +
+                          std::string(dtype_name(asked)));
   }
   void require_host(const char* what) const {
     if (memory_kind() == MemoryKind::device) {
