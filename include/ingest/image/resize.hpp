@@ -22,6 +22,10 @@
 #include "ingest/core/tensor.hpp"
 #include "ingest/image/types.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace ingest::image {
 
 enum class ResizeMethod : std::uint8_t {
@@ -68,7 +72,10 @@ inline ImageView view_of(const Tensor& image, std::string_view op) {
 inline constexpr int resize_precision_bits = 22;
 
 // One axis's filter: for output index i, inputs [first(i), first(i) + count(i))
-// with fixed-point weights weights(i)[0..count(i)).
+// with fixed-point weights. Each row of the table holds first, count, the
+// ksize weights (zero past count), then the weights split for SSE2's
+// 16-bit multiply-add: pairs of (weight >> 11) and of (weight & 2047), two
+// taps to an int32, zero-padded to a multiple of four pairs.
 class ResizeAxis {
  public:
   ResizeAxis(std::int64_t in_size, double in0, double in1, std::int64_t out_size,
@@ -80,8 +87,10 @@ class ResizeAxis {
     if (filterscale < 1.0 || (!antialias && !box)) filterscale = 1.0;
     const double support = support_1 * filterscale;
     ksize_ = static_cast<std::int64_t>(std::ceil(support)) * 2 + 1;
-    storage_ = Tensor(DType::int32, Shape{out_size, ksize_ + 2});
+    pairs_ = ((ksize_ + 1) / 2 + 3) / 4 * 4;
+    storage_ = Tensor::zeros(DType::int32, Shape{out_size, stride()});
     std::int32_t* base = storage_.data<std::int32_t>();
+    table_ = base;
     // Pillow computes each row's weights in double, normalises them to sum
     // to 1 and rounds them to fixed point; so does this, in the same order.
     double* w = nullptr;
@@ -102,39 +111,62 @@ class ResizeAxis {
       auto xmax = static_cast<std::int64_t>(static_cast<int>(center + support + 0.5));
       if (xmax > in_size) xmax = in_size;
       const std::int64_t n = std::max<std::int64_t>(xmax - xmin, 0);
+      max_count_ = std::max(max_count_, n);
       double total = 0.0;
       for (std::int64_t x = 0; x < n; ++x) {
         const double t = (static_cast<double>(x + xmin) - center + 0.5) * ss;
         w[x] = box ? (t > -0.5 && t <= 0.5 ? 1.0 : 0.0) : std::max(0.0, 1.0 - std::fabs(t));
         total += w[x];
       }
-      std::int32_t* row = base + i * (ksize_ + 2);
+      std::int32_t* row = base + i * stride();
       row[0] = static_cast<std::int32_t>(xmin);
       row[1] = static_cast<std::int32_t>(n);
+      std::int32_t* k = row + 2;
+      auto* hi = reinterpret_cast<std::uint32_t*>(k + ksize_);
+      std::uint32_t* lo = hi + pairs_;
       for (std::int64_t x = 0; x < n; ++x) {
-        const double k = total != 0.0 ? w[x] / total : w[x];
-        const double fixed = k * (1 << resize_precision_bits);
-        row[2 + x] = static_cast<std::int32_t>(k < 0 ? -0.5 + fixed : 0.5 + fixed);
+        const double weight = total != 0.0 ? w[x] / total : w[x];
+        const double fixed = weight * (1 << resize_precision_bits);
+        k[x] = static_cast<std::int32_t>(weight < 0 ? -0.5 + fixed : 0.5 + fixed);
+        const auto shift = static_cast<unsigned>(16 * (x & 1));
+        hi[x / 2] |= (static_cast<std::uint32_t>(k[x] >> 11) & 0xFFFFu) << shift;
+        lo[x / 2] |= (static_cast<std::uint32_t>(k[x] & 2047) & 0xFFFFu) << shift;
       }
     }
   }
 
-  std::int64_t first(std::int64_t i) const noexcept { return row(i)[0]; }
-  std::int64_t count(std::int64_t i) const noexcept { return row(i)[1]; }
-  const std::int32_t* weights(std::int64_t i) const noexcept { return row(i) + 2; }
+  const std::int32_t* table() const noexcept { return table_; }
+  std::int64_t stride() const noexcept { return 2 + ksize_ + 2 * pairs_; }
+  /// Offsets in a row of the weights and of the split pairs (hi, then lo).
+  static constexpr std::int64_t weights_at = 2;
+  std::int64_t pairs_at() const noexcept { return 2 + ksize_; }
+  std::int64_t pairs() const noexcept { return pairs_; }
+  std::int64_t first(std::int64_t i) const noexcept { return table_[i * stride()]; }
+  std::int64_t count(std::int64_t i) const noexcept { return table_[i * stride() + 1]; }
+  /// The split sums stay within int32 only up to this many taps (a
+  /// downscale by more than ~500); beyond it the scalar kernels run.
+  bool splittable() const noexcept { return ksize_ <= 1024; }
+  /// The largest count: the SIMD kernels run every output through this many
+  /// taps (the weights past its own count are zero), so their loops have one
+  /// trip count and no branch to mispredict.
+  std::int64_t max_count() const noexcept { return max_count_; }
 
  private:
-  const std::int32_t* row(std::int64_t i) const noexcept {
-    return storage_.data<std::int32_t>() + i * (ksize_ + 2);
-  }
   std::int64_t ksize_ = 0;
-  Tensor storage_;  // [out_size, 2 + ksize]: first, count, weights
+  std::int64_t max_count_ = 0;
+  std::int64_t pairs_ = 0;
+  Tensor storage_;  // [out_size, stride()]
+  const std::int32_t* table_ = nullptr;
 };
 
 inline std::uint8_t clip8(std::int32_t v) noexcept {
   const std::int32_t t = v >> resize_precision_bits;
   return static_cast<std::uint8_t>(t < 0 ? 0 : (t > 255 ? 255 : t));
 }
+
+// The portable kernels, on 32-bit accumulators exactly as Pillow's C code.
+// Raw restrict pointers: byte stores could otherwise alias the table, which
+// would then be reloaded after every pixel.
 
 // Rows [row0, row0 + rows) of `in`, resampled horizontally into `out` (rows
 // packed). C > 0: channels known at compile time.
@@ -143,24 +175,26 @@ void resize_horizontal(const ImageView& in, std::int64_t row0, std::int64_t rows
                        const ResizeAxis& axis, std::int64_t out_width, std::uint8_t* out) {
   const std::int64_t channels = C > 0 ? C : in.channels;
   constexpr std::int32_t half = 1 << (resize_precision_bits - 1);
+  const std::int32_t* __restrict table = axis.table();
+  const std::int64_t stride = axis.stride();
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::uint8_t* src = in.data + (row0 + r) * in.row_stride;
-    std::uint8_t* dst = out + r * out_width * channels;
+    const std::uint8_t* __restrict src = in.data + (row0 + r) * in.row_stride;
+    std::uint8_t* __restrict dst = out + r * out_width * channels;
     for (std::int64_t o = 0; o < out_width; ++o, dst += channels) {
-      const std::uint8_t* p = src + axis.first(o) * channels;
-      const std::int32_t* k = axis.weights(o);
-      const std::int64_t n = axis.count(o);
+      const std::int32_t* __restrict k = table + o * stride + ResizeAxis::weights_at;
+      const std::uint8_t* __restrict p = src + std::int64_t{k[-2]} * channels;
+      const std::int32_t n = k[-1];
       if constexpr (C > 0) {
         std::int32_t acc[C];
         for (int c = 0; c < C; ++c) acc[c] = half;
-        for (std::int64_t x = 0; x < n; ++x, p += C) {
+        for (std::int32_t x = 0; x < n; ++x, p += C) {
           for (int c = 0; c < C; ++c) acc[c] += p[c] * k[x];
         }
         for (int c = 0; c < C; ++c) dst[c] = clip8(acc[c]);
       } else {
         for (std::int64_t c = 0; c < channels; ++c) {
           std::int32_t acc = half;
-          for (std::int64_t x = 0; x < n; ++x) acc += p[x * channels + c] * k[x];
+          for (std::int32_t x = 0; x < n; ++x) acc += p[x * channels + c] * k[x];
           dst[c] = clip8(acc);
         }
       }
@@ -168,25 +202,26 @@ void resize_horizontal(const ImageView& in, std::int64_t row0, std::int64_t rows
   }
 }
 
-// Vertical pass: output row o reads rows axis.first(o) - row0 ... of `in`.
-// A row of accumulators per block of bytes keeps the inner loop a plain
-// multiply-add over contiguous bytes, which the compiler vectorises.
-inline void resize_vertical(const ImageView& in, std::int64_t row0, const ResizeAxis& axis,
-                            std::int64_t out_height, std::uint8_t* out) {
+// Output rows [o0, out_height): row o reads rows axis.first(o) - row0 ...
+// of `in`, bytes [b0, row bytes) of each.
+inline void resize_vertical_tail(const ImageView& in, std::int64_t row0, const ResizeAxis& axis,
+                                 std::int64_t out_height, std::int64_t b0, std::uint8_t* out) {
   constexpr std::int32_t half = 1 << (resize_precision_bits - 1);
   constexpr std::int64_t block = 512;
   const std::int64_t row_bytes = in.width * in.channels;
+  const std::int32_t* __restrict table = axis.table();
+  const std::int64_t stride = axis.stride();
   std::int32_t acc[block];
   for (std::int64_t o = 0; o < out_height; ++o) {
-    const std::uint8_t* src = in.data + (axis.first(o) - row0) * in.row_stride;
-    const std::int32_t* k = axis.weights(o);
-    const std::int64_t n = axis.count(o);
-    std::uint8_t* dst = out + o * row_bytes;
-    for (std::int64_t b = 0; b < row_bytes; b += block) {
+    const std::int32_t* __restrict k = table + o * stride + ResizeAxis::weights_at;
+    const std::uint8_t* __restrict src = in.data + (std::int64_t{k[-2]} - row0) * in.row_stride;
+    const std::int32_t n = k[-1];
+    std::uint8_t* __restrict dst = out + o * row_bytes;
+    for (std::int64_t b = b0; b < row_bytes; b += block) {
       const std::int64_t len = std::min(block, row_bytes - b);
       for (std::int64_t i = 0; i < len; ++i) acc[i] = half;
-      for (std::int64_t y = 0; y < n; ++y) {
-        const std::uint8_t* s = src + y * in.row_stride + b;
+      for (std::int32_t y = 0; y < n; ++y) {
+        const std::uint8_t* __restrict s = src + y * in.row_stride + b;
         const std::int32_t ky = k[y];
         for (std::int64_t i = 0; i < len; ++i) acc[i] += s[i] * ky;
       }
@@ -195,9 +230,162 @@ inline void resize_vertical(const ImageView& in, std::int64_t row0, const Resize
   }
 }
 
+#if defined(__SSE2__)
+// SSE2 kernels (every x86-64 has SSE2), the same integers as the portable
+// ones: each 22-bit weight is split into k >> 11 and k & 2047, both fit the
+// 16-bit operands of _mm_madd_epi16 (which multiplies two taps and adds
+// them in one int32 lane), and sum(p * k) = (sum(p * hi) << 11) + sum(p * lo).
+namespace sse2 {
+
+// (hi << 11) + lo + 1/2, shifted down to 8 bits (not yet clamped).
+inline __m128i finish(__m128i hi, __m128i lo) noexcept {
+  const __m128i half = _mm_set1_epi32(1 << (resize_precision_bits - 1));
+  return _mm_srai_epi32(_mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(hi, 11), lo), half),
+                        resize_precision_bits);
+}
+
+inline __m128i load8(const std::uint8_t* p) noexcept {
+  return _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                           _mm_setzero_si128());
+}
+
+// How far past a row's last byte the SIMD horizontal kernels may read: taps
+// up to the axis's largest count from each output's first input, two at a
+// time (C > 1) or eight (gray), plus a partial load.
+inline std::int64_t horizontal_overread(const ResizeAxis& axis, std::int64_t channels) noexcept {
+  return (axis.max_count() + 8) * channels + 8;
+}
+
+// One row of C-byte pixels (C = 3 or 4), every output through the same
+// number of tap pairs; reads up to horizontal_overread bytes past the row.
+template <int C>
+void horizontal_row(const std::uint8_t* src, const ResizeAxis& axis, std::int64_t out_width,
+                    std::uint8_t* dst) noexcept {
+  const std::int32_t* table = axis.table();
+  const std::int64_t stride = axis.stride(), pairs_at = axis.pairs_at(), pairs = axis.pairs();
+  const std::int64_t steps = (axis.max_count() + 1) / 2;
+  for (std::int64_t o = 0; o < out_width; ++o, dst += C) {
+    const std::int32_t* row = table + o * stride;
+    const std::uint8_t* p = src + std::int64_t{row[0]} * C;
+    const std::int32_t* hi = row + pairs_at;
+    const std::int32_t* lo = hi + pairs;
+    __m128i h = _mm_setzero_si128(), l = _mm_setzero_si128();
+    for (std::int64_t x = 0; x < steps; ++x, p += 2 * C) {
+      const __m128i px = load8(p);  // two pixels' channels as 16-bit lanes
+      const __m128i pair = _mm_unpacklo_epi16(px, _mm_srli_si128(px, 2 * C));
+      h = _mm_add_epi32(h, _mm_madd_epi16(pair, _mm_set1_epi32(hi[x])));
+      l = _mm_add_epi32(l, _mm_madd_epi16(pair, _mm_set1_epi32(lo[x])));
+    }
+    __m128i v = finish(h, l);
+    v = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
+    const std::int32_t bytes = _mm_cvtsi128_si32(v);
+    std::memcpy(dst, &bytes, C);
+  }
+}
+
+// One row of gray pixels, eight taps per step; reads up to
+// horizontal_overread bytes past the row.
+inline void horizontal_row_gray(const std::uint8_t* src, const ResizeAxis& axis,
+                                std::int64_t out_width, std::uint8_t* dst) noexcept {
+  const std::int32_t* table = axis.table();
+  const std::int64_t stride = axis.stride(), pairs_at = axis.pairs_at(), pairs = axis.pairs();
+  const std::int64_t taps = axis.max_count();
+  for (std::int64_t o = 0; o < out_width; ++o) {
+    const std::int32_t* row = table + o * stride;
+    const std::uint8_t* p = src + row[0];
+    const std::int32_t* hi = row + pairs_at;
+    const std::int32_t* lo = hi + pairs;
+    __m128i h = _mm_setzero_si128(), l = _mm_setzero_si128();
+    for (std::int64_t x = 0; x < taps; x += 8) {
+      const __m128i px = load8(p + x);
+      h = _mm_add_epi32(
+          h, _mm_madd_epi16(px, _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi + x / 2))));
+      l = _mm_add_epi32(
+          l, _mm_madd_epi16(px, _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + x / 2))));
+    }
+    __m128i v = _mm_add_epi32(_mm_slli_epi32(h, 11), l);
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    dst[o] = clip8(_mm_cvtsi128_si32(v) + (1 << (resize_precision_bits - 1)));
+  }
+}
+
+// Vertical pass, eight bytes at a time; returns where the scalar tail starts.
+inline std::int64_t vertical(const ImageView& in, std::int64_t row0, const ResizeAxis& axis,
+                             std::int64_t out_height, std::uint8_t* out) noexcept {
+  const std::int64_t row_bytes = in.width * in.channels;
+  const std::int64_t end = row_bytes / 8 * 8;
+  const std::int32_t* table = axis.table();
+  const std::int64_t stride = axis.stride(), pairs_at = axis.pairs_at(), pairs = axis.pairs();
+  const __m128i zero = _mm_setzero_si128();
+  for (std::int64_t o = 0; o < out_height; ++o) {
+    const std::int32_t* row = table + o * stride;
+    const std::uint8_t* src = in.data + (std::int64_t{row[0]} - row0) * in.row_stride;
+    const std::int32_t n = row[1];
+    const std::int32_t* hi = row + pairs_at;
+    const std::int32_t* lo = hi + pairs;
+    std::uint8_t* dst = out + o * row_bytes;
+    for (std::int64_t i = 0; i < end; i += 8) {
+      __m128i h0 = zero, h1 = zero, l0 = zero, l1 = zero;
+      for (std::int32_t y = 0; y < n; y += 2) {
+        const __m128i a = load8(src + y * in.row_stride + i);
+        const __m128i b = y + 1 < n ? load8(src + (y + 1) * in.row_stride + i) : zero;
+        const __m128i ab0 = _mm_unpacklo_epi16(a, b), ab1 = _mm_unpackhi_epi16(a, b);
+        const __m128i kh = _mm_set1_epi32(hi[y / 2]), kl = _mm_set1_epi32(lo[y / 2]);
+        h0 = _mm_add_epi32(h0, _mm_madd_epi16(ab0, kh));
+        h1 = _mm_add_epi32(h1, _mm_madd_epi16(ab1, kh));
+        l0 = _mm_add_epi32(l0, _mm_madd_epi16(ab0, kl));
+        l1 = _mm_add_epi32(l1, _mm_madd_epi16(ab1, kl));
+      }
+      const __m128i v = _mm_packs_epi32(finish(h0, l0), finish(h1, l1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i), _mm_packus_epi16(v, v));
+    }
+  }
+  return end;
+}
+
+}  // namespace sse2
+#endif
+
+inline void resize_vertical(const ImageView& in, std::int64_t row0, const ResizeAxis& axis,
+                            std::int64_t out_height, std::uint8_t* out) {
+  std::int64_t done = 0;
+#if defined(__SSE2__)
+  if (axis.splittable()) done = sse2::vertical(in, row0, axis, out_height, out);
+#endif
+  if (done < in.width * in.channels) resize_vertical_tail(in, row0, axis, out_height, done, out);
+}
+
 inline void resize_horizontal_any(const ImageView& in, std::int64_t row0, std::int64_t rows,
                                   const ResizeAxis& axis, std::int64_t out_width,
                                   std::uint8_t* out) {
+#if defined(__SSE2__)
+  if (axis.splittable() && (in.channels == 1 || in.channels == 3 || in.channels == 4)) {
+    auto row = [&](const std::uint8_t* src, std::uint8_t* dst) {
+      if (in.channels == 1) return sse2::horizontal_row_gray(src, axis, out_width, dst);
+      if (in.channels == 3) return sse2::horizontal_row<3>(src, axis, out_width, dst);
+      return sse2::horizontal_row<4>(src, axis, out_width, dst);
+    };
+    // Rows closer to the buffer's end than the kernels' over-read are read
+    // from a padded copy.
+    const std::int64_t row_bytes = in.width * in.channels;
+    const std::int64_t overread = sse2::horizontal_overread(axis, in.channels);
+    const std::int64_t safe_rows = in.height - 1 - (overread + in.row_stride - 1) / in.row_stride;
+    Tensor padded;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::uint8_t* src = in.data + (row0 + r) * in.row_stride;
+      std::uint8_t* dst = out + r * out_width * in.channels;
+      if (row0 + r < safe_rows) {
+        row(src, dst);
+      } else {
+        if (!padded.defined()) padded = Tensor::zeros(DType::uint8, Shape{row_bytes + overread});
+        std::memcpy(padded.raw_data(), src, static_cast<std::size_t>(row_bytes));
+        row(padded.data<std::uint8_t>(), dst);
+      }
+    }
+    return;
+  }
+#endif
   switch (in.channels) {
     case 1: return resize_horizontal<1>(in, row0, rows, axis, out_width, out);
     case 3: return resize_horizontal<3>(in, row0, rows, axis, out_width, out);
