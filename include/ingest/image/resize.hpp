@@ -348,19 +348,21 @@ inline std::int64_t vertical(const ImageView& in, std::int64_t row0, const Resiz
 #endif
 
 inline void resize_vertical(const ImageView& in, std::int64_t row0, const ResizeAxis& axis,
-                            std::int64_t out_height, std::uint8_t* out) {
+                            std::int64_t out_height, std::uint8_t* out, bool simd) {
   std::int64_t done = 0;
 #if defined(__SSE2__)
-  if (axis.splittable()) done = sse2::vertical(in, row0, axis, out_height, out);
+  if (simd && axis.splittable()) done = sse2::vertical(in, row0, axis, out_height, out);
+#else
+  (void)simd;
 #endif
   if (done < in.width * in.channels) resize_vertical_tail(in, row0, axis, out_height, done, out);
 }
 
 inline void resize_horizontal_any(const ImageView& in, std::int64_t row0, std::int64_t rows,
-                                  const ResizeAxis& axis, std::int64_t out_width,
-                                  std::uint8_t* out) {
+                                  const ResizeAxis& axis, std::int64_t out_width, std::uint8_t* out,
+                                  bool simd) {
 #if defined(__SSE2__)
-  if (axis.splittable() && (in.channels == 1 || in.channels == 3 || in.channels == 4)) {
+  if (simd && axis.splittable() && (in.channels == 1 || in.channels == 3 || in.channels == 4)) {
     auto row = [&](const std::uint8_t* src, std::uint8_t* dst) {
       if (in.channels == 1) return sse2::horizontal_row_gray(src, axis, out_width, dst);
       if (in.channels == 3) return sse2::horizontal_row<3>(src, axis, out_width, dst);
@@ -385,6 +387,8 @@ inline void resize_horizontal_any(const ImageView& in, std::int64_t row0, std::i
     }
     return;
   }
+#else
+  (void)simd;
 #endif
   switch (in.channels) {
     case 1: return resize_horizontal<1>(in, row0, rows, axis, out_width, out);
@@ -395,8 +399,9 @@ inline void resize_horizontal_any(const ImageView& in, std::int64_t row0, std::i
 }
 
 /// resize on a view (see the public resize); `op` names the caller in errors.
+/// `simd` false runs the portable kernels only (the tests' reference).
 inline Tensor resize_view(const ImageView& in, Size size, const ResizeOptions& options,
-                          std::string_view op) {
+                          std::string_view op, bool simd = true) {
   constexpr std::int64_t max_side = 0x7fffffff;
   if (size.height <= 0 || size.width <= 0 || size.height > max_side || size.width > max_side) {
     throw InvalidArgument(std::string(op) + ": output size must be positive and below 2^31, got " +
@@ -434,13 +439,13 @@ inline Tensor resize_view(const ImageView& in, Size size, const ResizeOptions& o
   const ResizeAxis vertical(in.height, box.y, box.y + box.height, size.height, options.method,
                             options.antialias);
   if (!need_h) {
-    resize_vertical(in, 0, vertical, size.height, dst);
+    resize_vertical(in, 0, vertical, size.height, dst, simd);
     return out;
   }
   const ResizeAxis horizontal(in.width, box.x, box.x + box.width, size.width, options.method,
                               options.antialias);
   if (!need_v) {
-    resize_horizontal_any(in, 0, in.height, horizontal, size.width, dst);
+    resize_horizontal_any(in, 0, in.height, horizontal, size.width, dst, simd);
     return out;
   }
   // Only the rows the vertical pass reads go through the horizontal one.
@@ -448,10 +453,10 @@ inline Tensor resize_view(const ImageView& in, Size size, const ResizeOptions& o
   const std::int64_t last_row = vertical.first(size.height - 1) + vertical.count(size.height - 1);
   Tensor temp = new_image(last_row - first_row, size.width, in.channels);
   resize_horizontal_any(in, first_row, last_row - first_row, horizontal, size.width,
-                        temp.data<std::uint8_t>());
+                        temp.data<std::uint8_t>(), simd);
   const ImageView mid{temp.data<std::uint8_t>(), last_row - first_row, size.width, in.channels,
                       size.width * in.channels};
-  resize_vertical(mid, first_row, vertical, size.height, dst);
+  resize_vertical(mid, first_row, vertical, size.height, dst, simd);
   return out;
 }
 
