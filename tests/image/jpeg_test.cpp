@@ -270,6 +270,14 @@ TEST_CASE("truncated JPEGs raise DataLossError at every length, or decode with c
     }
     CHECK_NOTHROW(decode_jpeg(bytes));
   }
+  // Cut inside the tables: counting lets libjpeg read its own fake EOI
+  // marker, then it finds no image; the position is past the data.
+  const std::string cut = image_fixture("jpeg/rgb420_97x131.jpg").substr(0, 100);
+  CHECK_THAT(decode_error<DataLossError>(cut, {.on_warning = OnWarning::count}).what(),
+             Catch::Contains("(after all 100 bytes)"));
+  CHECK_THAT(
+      decode_error<DataLossError>(cut).what(),
+      Catch::Contains("Premature end of JPEG file (at byte ") && Catch::Contains(" of 100)"));
 }
 
 TEST_CASE("corrupt data that still decodes is an error or counted, by option", "[image][jpeg]") {

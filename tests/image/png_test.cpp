@@ -50,7 +50,7 @@ TEST_CASE("decode_png gives Pillow's pixels for every colour type and channel co
   }
 }
 
-TEST_CASE("16-bit PNGs keep the high byte; alpha is kept on request and dropped otherwise",
+TEST_CASE("16-bit PNGs keep the high byte, alpha is kept on request and dropped otherwise",
           "[image][png][fixtures]") {
   const std::string rgba16 = image_fixture("png/rgba16.png");
   const Tensor all = decode_png(rgba16);  // as stored: RGBA

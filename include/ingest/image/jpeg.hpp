@@ -341,10 +341,16 @@ class JpegDecoder {
 
   [[noreturn]] void fail() const {
     std::string message = std::string(op_) + ": " + err_.message;
+    // Past the end, libjpeg's memory source reads a fake EOI marker of its
+    // own: compare addresses as integers, not as pointers into one array.
     const jpeg_source_mgr* src = handle_.cinfo.src;
-    if (src != nullptr && src->next_input_byte != nullptr) {
-      message += " (at byte " + std::to_string(src->next_input_byte - bytes_.data()) + " of " +
-                 std::to_string(bytes_.size()) + ")";
+    const auto begin = reinterpret_cast<std::uintptr_t>(bytes_.data());
+    const auto at = src != nullptr ? reinterpret_cast<std::uintptr_t>(src->next_input_byte) : 0;
+    if (at >= begin && at <= begin + bytes_.size()) {
+      message +=
+          " (at byte " + std::to_string(at - begin) + " of " + std::to_string(bytes_.size()) + ")";
+    } else if (src != nullptr) {
+      message += " (after all " + std::to_string(bytes_.size()) + " bytes)";
     }
     throw DataLossError(std::move(message), {.file = std::string(options_.file)});
   }
