@@ -1,9 +1,7 @@
-// JPEG decoding with libjpeg-turbo's libjpeg API: decode_jpeg (tf.io.decode_jpeg,
-// torchvision.io.decode_jpeg) with DCT-domain downscaling, and
-// decode_and_crop_jpeg (tf.io.decode_and_crop_jpeg), which decodes only a
-// window's rows and iMCU columns. Thread-safe (each call owns its decoder);
-// the bytes are read during the call only. Results are uint8 [H, W, C] Tensors
-// from the pooled allocator, pixel for pixel what tjDecompress2 gives.
+// decode_jpeg (tf.io.decode_jpeg, torchvision.io.decode_jpeg) with DCT-domain
+// downscaling, and decode_and_crop_jpeg (tf.io.decode_and_crop_jpeg), on
+// libjpeg-turbo's libjpeg API: pixel for pixel what tjDecompress2 gives.
+// Thread-safe (each call owns its decoder); bytes are read during the call only.
 #pragma once
 
 #include <algorithm>

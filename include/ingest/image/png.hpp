@@ -1,9 +1,7 @@
-// PNG decoding with libspng: decode_png (tf.io.decode_png, PIL.Image.open)
-// to uint8 [H, W, C] Tensors from the pooled allocator. 16-bit samples keep
-// their high byte (libpng's strip_16, Pillow's RGB;16B); alpha is kept when
-// asked for (channels 0 on an image with alpha, or 4) and dropped, not
-// composited, for 1 and 3 (as Pillow's convert and TF). Thread-safe (each
-// call owns its decoder); the bytes are read during the call only.
+// decode_png (tf.io.decode_png, torchvision.io.decode_png) on libspng: 16-bit
+// samples keep their high byte, alpha is kept when asked for and dropped
+// (not composited) otherwise, as Pillow and tf do. Thread-safe (each call owns
+// its decoder); bytes are read during the call only.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,7 @@
-// random_resized_crop: torchvision's RandomResizedCrop (the Inception crop:
-// a random area fraction and log-uniform aspect ratio, falling back to a
-// centre crop) fused with decoding. The window is drawn from the header
-// alone, then only that window is decoded, at the largest DCT scale (1/2,
-// 1/4, 1/8) that keeps it at least as large as the output, and resized.
-// tf counterpart: sample_distorted_bounding_box + decode_and_crop_jpeg +
-// resize. Thread-safe given one Rng per thread; results from the pooled allocator.
+// random_resized_crop: torchvision's RandomResizedCrop fused with decoding (tf:
+// sample_distorted_bounding_box + decode_and_crop_jpeg + resize): the window comes
+// from the header, only it is decoded, at the largest DCT scale keeping the
+// output's size, then resized. Thread-safe given one Rng per thread.
 #pragma once
 
 #include <cmath>

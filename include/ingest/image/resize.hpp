@@ -1,12 +1,7 @@
-// resize(image, {height, width}, {.method, .antialias, .box}): bilinear and
-// area (box) resampling of uint8 [H, W, C] images, computed as Pillow's
-// Image.resize(..., BILINEAR / BOX, box) computes it (separable convolution,
-// the filter's support widened by the downscale factor, 22-bit fixed-point
-// coefficients, horizontal then vertical pass with 8-bit rounding between),
-// so results equal Pillow's. tf.image.resize(antialias=True) and
-// torchvision's Resize are the other counterparts. Thread-safe; the result
-// and scratch come from the pooled allocator, coefficients are computed once
-// per call, never per pixel.
+// resize: bilinear and area resampling of uint8 [H, W, C] images, the bytes of
+// Pillow's Image.resize(BILINEAR / BOX, box) (tf.image.resize with antialias,
+// torchvision's Resize). Thread-safe; coefficients computed once per call,
+// result and scratch from the pooled allocator.
 #pragma once
 
 #include <algorithm>
@@ -463,7 +458,10 @@ inline Tensor resize_view(const ImageView& in, Size size, const ResizeOptions& o
 }  // namespace detail
 
 /// `image` (uint8 [H, W, C]) resampled to `size` (Pillow's Image.resize with
-/// BILINEAR or BOX; tf.image.resize with antialias=True). Channels are
+/// BILINEAR or BOX; tf.image.resize with antialias=True), computed as Pillow
+/// computes it: separable, the filter's support widened by the downscale
+/// factor, 22-bit fixed-point weights, the horizontal pass first and rounded
+/// to 8 bits, then the vertical one; the bytes equal Pillow's. Channels are
 /// resampled independently (Pillow premultiplies RGBA by alpha first; this
 /// does not). Throws InvalidArgument for a tensor that is not such an image,
 /// a size that is not positive, or a box outside the image.
