@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the include graph's layers (README, "Layout"): core <- runtime <-
-# formats <- sources, stages <- the umbrella and the optional parts. A header
+# formats <- sources, stages <- the umbrella and the optional parts (image/
+# may include any layer below it, never the umbrella). A header
 # may include headers of its own layer and of the layers below it only, and
 # no stage header includes another stage header (shared machinery lives in
 # runtime/ or core/).
@@ -14,6 +15,7 @@ declare -A allowed=(
   [formats]="core runtime formats"
   [sources]="core runtime formats sources"
   [stages]="core runtime formats stages"
+  [image]="core runtime formats sources stages image"
 )
 
 status=0

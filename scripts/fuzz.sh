@@ -21,7 +21,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 for target in tfrecord_reader_fuzzer example_parser_fuzzer csv_reader_fuzzer \
-    text_lines_fuzzer shape_padding_fuzzer; do
+    text_lines_fuzzer shape_padding_fuzzer image_decode_fuzzer; do
   scratch=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$target/." "$scratch/"
   findings="$build/findings/$target"

@@ -8,7 +8,8 @@ packages=(
   libboost-dev zlib1g-dev                                        # the core
   catch2 libbenchmark-dev nlohmann-json3-dev                     # tests, benchmarks
   libprotobuf-dev protobuf-compiler                              # tf.Example interop tests
-  libdlpack-dev libjpeg62-turbo-dev                              # optional parts
+  libdlpack-dev                                                  # optional parts: DLPack,
+  libjpeg62-turbo-dev libspng-dev libturbojpeg0-dev              # images (TurboJPEG: the tests' reference)
 )
 
 missing=()
