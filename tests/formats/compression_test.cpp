@@ -131,7 +131,8 @@ TEST_CASE("corrupt or truncated compressed data raises DataLossError naming the 
   CHECK_THROWS_AS(drain(dir / "trailer.gz", Compression::gzip, 4096), DataLossError);
 }
 
-TEST_CASE("OutputStream writes every compression; zlib reads it back", "[formats][compression]") {
+TEST_CASE("OutputStream writes every compression, and zlib reads it back",
+          "[formats][compression]") {
   TempDir dir;
   const std::string data = sample_text(500000);
   for (auto c : {Compression::none, Compression::gzip, Compression::zlib}) {

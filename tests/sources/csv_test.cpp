@@ -30,7 +30,8 @@ TEST_CASE("csv yields typed tuples, with quoting, CRLF and header skipping", "[s
   CHECK(twice.size() == 4);
 }
 
-TEST_CASE("csv: per-column defaults fill empty fields; required columns fail", "[sources][csv]") {
+TEST_CASE("csv: per-column defaults fill empty fields, and required columns fail",
+          "[sources][csv]") {
   TempDir dir;
   write_file(dir / "d.csv", "1,,\n,b,2.5\n3,c,NA\n");
   auto ds = csv<std::int64_t, std::string, double>(

@@ -28,7 +28,7 @@ TEST_CASE("shuffle is a permutation of its input", "[stages][shuffle]") {
   CHECK_THROWS_AS(range(3).shuffle(0), InvalidArgument);
 }
 
-TEST_CASE("a seed fixes the order; passes reshuffle from it", "[stages][shuffle]") {
+TEST_CASE("a seed fixes the order, and passes reshuffle from it", "[stages][shuffle]") {
   auto a = range(100).shuffle(50, {.seed = 42});
   auto b = range(100).shuffle(50, {.seed = 42});
   const V first_a = collect(a);
