@@ -283,15 +283,14 @@ TEST_CASE("destroying a parallel interleave stops the batches its inputs are fil
   }
 }
 
-TEST_CASE("a tuned parallelism of 1 pulls the inputs opened from then on inline",
+TEST_CASE("a tuned parallelism of 1 pulls the open inputs inline, and more brings producers back",
           "[stages][interleave][concurrency]") {
   // Which thread produced each element: the consumer's, or a producer's.
-  std::mutex mu;
-  std::vector<std::thread::id> producer(600);
+  constexpr std::int64_t shard_size = 5000;
+  std::vector<std::thread::id> producer(4 * shard_size);
   const auto shard = [&](std::int64_t s) {
-    return range(s * 100, s * 100 + 100).map([&](std::int64_t x) {
-      std::lock_guard lock(mu);
-      producer[static_cast<std::size_t>(x)] = std::this_thread::get_id();
+    return range(s * shard_size, (s + 1) * shard_size).map([&](std::int64_t x) {
+      producer[static_cast<std::size_t>(x)] = std::this_thread::get_id();  // one writer per x
       return x;
     });
   };
@@ -303,19 +302,29 @@ TEST_CASE("a tuned parallelism of 1 pulls the inputs opened from then on inline"
                           .parallelism = 3,
                           .deterministic = true,
                           .tuned_parallelism = &knob};
-  It it(detail::child_iterator(range(6), ctx), shard, config, ctx);
+  It it(detail::child_iterator(range(4), ctx), shard, config, ctx);
   V got;
   // The first call opens shard 0 and two ahead (1, 2), each with a producer.
   got.push_back(*it.next());
-  knob = 1;  // the autotuner's choice: shards 3, 4 and 5 open inline
+  knob = 1;  // the autotuner's choice: shards 0 and 1 go on inline, after what was produced
+  while (got.size() < 2 * 4000) got.push_back(*it.next());
+  knob = 3;  // and back: they get producers again; shards 2 and 3 keep theirs
   while (auto x = it.next()) got.push_back(*x);
-  CHECK(got ==
-        collect(range(6).interleave([](std::int64_t s) { return range(s * 100, s * 100 + 100); },
-                                    {.cycle_length = 2})));
+  CHECK(got == collect(range(4).interleave(
+                   [](std::int64_t s) { return range(s * shard_size, (s + 1) * shard_size); },
+                   {.cycle_length = 2})));
   const auto me = std::this_thread::get_id();
-  for (std::int64_t s = 0; s < 6; ++s) {
+  const auto by_producer = [&](std::int64_t x) {
+    return producer[static_cast<std::size_t>(x)] != me;
+  };
+  CHECK(by_producer(0));
+  for (std::int64_t s : {0, 1}) {
     INFO("shard " << s);
-    const bool inline_pulled = producer[static_cast<std::size_t>(s * 100 + 50)] == me;
-    CHECK(inline_pulled == (s >= 3));
+    CHECK_FALSE(by_producer(s * shard_size + 3000));  // inline while the knob was 1
+    CHECK(by_producer(s * shard_size + shard_size - 1));
+  }
+  for (std::int64_t s : {2, 3}) {
+    INFO("shard " << s);
+    CHECK(by_producer(s * shard_size + 4000));
   }
 }

@@ -158,7 +158,7 @@ class Prefetcher {
 
   /// Starts the producer (idempotent); next() and try_take() start it too.
   void start() {
-    if (started_ || !shared_) return;
+    if (started_ || stopped_ || !shared_) return;
     if constexpr (Cooperative) {
       Shared::wake(shared_);
     } else {
@@ -215,6 +215,19 @@ class Prefetcher {
   /// the input iterator on this thread. Idempotent.
   void cancel_and_join() noexcept {
     if (!shared_) return;
+    stop_and_join();
+    shared_->input.reset();
+    shared_->free_ring();
+    shared_.reset();
+  }
+
+  /// Stops the producer after its current element and waits for it; what it
+  /// had produced stays to be taken (try_take() answers `empty` once it is
+  /// all taken). Then release_input() hands the input over, positioned at
+  /// the element after them: the consumer goes on pulling it itself.
+  void stop_and_join() noexcept {
+    if (!shared_ || stopped_) return;
+    stopped_ = true;
     Shared& s = *shared_;
     s.cancelled.store(true, std::memory_order_release);
     s.not_full.notify();
@@ -228,9 +241,16 @@ class Prefetcher {
       }
     }
     if (running) s.exit_signal.wait_until([&] { return s.exited.load(std::memory_order_acquire); });
-    s.input.reset();
-    s.free_ring();
+  }
+
+  /// After stop_and_join(), with every produced element taken (not ended):
+  /// the input iterator. The prefetcher is empty afterwards.
+  It release_input() {
+    It input = std::move(*shared_->input);
+    shared_->input.reset();
+    shared_->free_ring();
     shared_.reset();
+    return input;
   }
 
  private:
@@ -531,6 +551,7 @@ class Prefetcher {
   std::shared_ptr<Shared> shared_;
   Runtime* runtime_;
   bool started_ = false;
+  bool stopped_ = false;  // stop_and_join() ran
   bool ended_ = false;
 };
 

@@ -122,11 +122,14 @@ class InterleaveIterator {
 
  private:
   // One open input element: its dataset's iterator, pulled directly or
-  // through a prefetcher, or the error that opening it raised.
+  // through a prefetcher, or the error that opening it raised. A stopped
+  // fetcher (`draining`) still holds elements it produced; once they are
+  // taken its input is pulled directly.
   struct Element {
     std::optional<InnerIt> direct;
     std::optional<detail::Prefetcher<InnerIt, true>> fetcher;
     std::exception_ptr open_error;
+    bool draining = false;
   };
   struct Shared {
     Shared(std::size_t permits, const std::atomic<std::int64_t>* tuned, detail::StageNode* node)
@@ -138,16 +141,49 @@ class InterleaveIterator {
   // Input elements not yet in the cycle: unread, or opened ahead.
   bool more_inputs() const noexcept { return !input_done_ || !future_.empty(); }
 
-  // Whether an input opened now gets a producer. A tuned parallelism of 1
-  // pulls newly opened inputs on the consumer's thread, as a fixed 1 does:
-  // a hand-off through a producer costs more than reading a cheap record
-  // (page-cache TFRecords: about 1.4 M records/s through producers on two
-  // cores, 2.5 M inline), so the autotuner can choose not to pay it. Inputs
-  // already open keep how they were opened until they end.
+  // Whether inputs are pulled through producers now. A tuned parallelism
+  // of 1 pulls them on the consumer's thread, as a fixed 1 does: a hand-off
+  // through a producer costs more than reading a cheap record (page-cache
+  // TFRecords: about 1.4 M records/s through producers on two cores, 2.5 M
+  // inline), so the autotuner can choose not to pay it.
   bool fetch_new_inputs() const noexcept {
     if (!parallel_) return false;
     return config_.tuned_parallelism == nullptr ||
            config_.tuned_parallelism->load(std::memory_order_relaxed) > 1;
+  }
+
+  // Puts an open input in the mode the tuned knob asks for when its turn
+  // comes, so a change applies to the open inputs too, not only to those
+  // opened later (a W3 shard lasts about a tenth of a W3 run): an inline
+  // input gets a producer; a producer is stopped, and its input pulled
+  // directly once what it produced is taken.
+  void follow_knob(Element& e) {
+    if (!parallel_ || config_.tuned_parallelism == nullptr || e.open_error) return;
+    const bool fetch = fetch_new_inputs();
+    if (fetch && e.direct) {
+      e.fetcher.emplace(std::move(*e.direct), fetcher_capacity(), *runtime_, &shared_->gate,
+                        &shared_->any_ready);
+      e.direct.reset();
+      e.fetcher->start();
+    } else if (!fetch && e.fetcher && !e.draining) {
+      e.fetcher->stop_and_join();
+      e.draining = true;
+    }
+  }
+
+  // Takes from a draining fetcher without blocking; once it is empty, its
+  // input continues inline and is pulled here.
+  std::optional<value_type> take_draining(Element& e) {
+    std::optional<value_type> x;
+    switch (e.fetcher->try_take(x)) {  // may rethrow an element's error
+      case detail::Prefetcher<InnerIt, true>::Status::value: return x;
+      case detail::Prefetcher<InnerIt, true>::Status::end: return std::nullopt;
+      case detail::Prefetcher<InnerIt, true>::Status::empty: break;
+    }
+    e.direct.emplace(e.fetcher->release_input());
+    e.fetcher.reset();
+    e.draining = false;
+    return e.direct->next();
   }
 
   // To the next slot of the cycle. Past the slots opened so far, more are
@@ -165,6 +201,8 @@ class InterleaveIterator {
       close(slot);
       std::rethrow_exception(error);
     }
+    follow_knob(e);
+    if (e.draining) return take_draining(e);
     return e.fetcher ? e.fetcher->next() : e.direct->next();
   }
 
@@ -261,7 +299,8 @@ class InterleaveIterator {
       for (std::size_t k = 0; k < cycle_.size(); ++k) {
         std::optional<Element>& slot = cycle_[(index_ + k) % cycle_.size()];
         if (!slot) continue;
-        if (slot->open_error || slot->direct) {
+        follow_knob(*slot);
+        if (slot->open_error || slot->direct || slot->draining) {
           // Rethrows an open error; an input pulled inline is always ready.
           if (std::optional<value_type> x = pull(slot)) {
             index_ = (index_ + k + 1) % cycle_.size();
@@ -293,7 +332,10 @@ class InterleaveIterator {
       }
       shared_->any_ready.wait_until([this] {
         for (auto& slot : cycle_) {
-          if (slot && (slot->open_error || slot->direct || slot->fetcher->ready())) return true;
+          if (slot &&
+              (slot->open_error || slot->direct || slot->draining || slot->fetcher->ready())) {
+            return true;
+          }
         }
         return false;
       });
