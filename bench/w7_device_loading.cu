@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -154,39 +155,30 @@ void BM_W7_step(benchmark::State& state) {
   finish(state);
 }
 
+// The loader feeding the step; with `Timed`, copy and step times are
+// recorded (events) for the overlap counters.
+template <bool Timed>
 void BM_W7_loader_step(benchmark::State& state) {
   Stream stream;
-  ingest::cuda::OverlapTimer timer(stream);
+  std::optional<ingest::cuda::OverlapTimer> timer;
+  if constexpr (Timed) timer.emplace(stream);
   {
-    auto it = ingest::cuda::DeviceLoader(batch_source(), {.depth = state.range(0), .timing = true})
+    auto it = ingest::cuda::DeviceLoader(batch_source(), {.depth = state.range(0), .timing = Timed})
                   .iterator();
     std::int64_t done = 0;
     for (auto _ : state) {
       auto batch = it.next();
       batch->wait(stream);
-      timer.begin_step(*batch);
+      if constexpr (Timed) timer->begin_step(*batch);
       step_kernel<<<1, 1, 0, stream>>>(step_cycles());
-      timer.end_step();
+      if constexpr (Timed) timer->end_step();
       drain_at_end(state, done, stream);
     }
   }
-  const ingest::cuda::OverlapReport r = timer.report();
-  state.counters["step_overlap"] = r.compute_overlap();
-  state.counters["copy_hidden"] = r.copy_hidden();
-  finish(state);
-}
-
-void BM_W7_loader_step_untimed(benchmark::State& state) {
-  Stream stream;
-  {
-    auto it = ingest::cuda::DeviceLoader(batch_source(), {.depth = state.range(0)}).iterator();
-    std::int64_t done = 0;
-    for (auto _ : state) {
-      auto batch = it.next();
-      batch->wait(stream);
-      step_kernel<<<1, 1, 0, stream>>>(step_cycles());
-      drain_at_end(state, done, stream);
-    }
+  if constexpr (Timed) {
+    const ingest::cuda::OverlapReport r = timer->report();
+    state.counters["step_overlap"] = r.compute_overlap();
+    state.counters["copy_hidden"] = r.copy_hidden();
   }
   finish(state);
 }
@@ -263,12 +255,12 @@ void register_benchmarks(const Config& config) {
       ->UseRealTime()
       ->Repetitions(repetitions);
   for (std::int64_t depth : {1, 2, 4}) {
-    benchmark::RegisterBenchmark("W7/loader_step", BM_W7_loader_step)
+    benchmark::RegisterBenchmark("W7/loader_step", BM_W7_loader_step<true>)
         ->Arg(depth)
         ->UseRealTime()
         ->Repetitions(repetitions);
   }
-  benchmark::RegisterBenchmark("W7/loader_step_untimed", BM_W7_loader_step_untimed)
+  benchmark::RegisterBenchmark("W7/loader_step_untimed", BM_W7_loader_step<false>)
       ->Arg(2)
       ->UseRealTime()
       ->Repetitions(repetitions);
