@@ -47,6 +47,7 @@
 #include "ingest/stages/padded_batch.hpp"
 #include "ingest/stages/parallel_map.hpp"
 #include "ingest/stages/prefetch.hpp"
+#include "ingest/stages/random_map.hpp"
 #include "ingest/stages/repeat.hpp"
 #include "ingest/stages/shard.hpp"
 #include "ingest/stages/shuffle.hpp"
