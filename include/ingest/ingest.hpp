@@ -32,6 +32,7 @@
 #include "ingest/sources/from_vector.hpp"
 #include "ingest/sources/list_files.hpp"
 #include "ingest/sources/range.hpp"
+#include "ingest/sources/read_file.hpp"
 #include "ingest/sources/text_lines.hpp"
 #include "ingest/sources/tfrecord.hpp"
 #include "ingest/stages/any_dataset.hpp"
