@@ -30,6 +30,7 @@
 #include "ingest/sources/fixed_length_records.hpp"
 #include "ingest/sources/from_generator.hpp"
 #include "ingest/sources/from_vector.hpp"
+#include "ingest/sources/image_folder.hpp"
 #include "ingest/sources/list_files.hpp"
 #include "ingest/sources/range.hpp"
 #include "ingest/sources/read_file.hpp"
