@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -91,6 +92,11 @@ struct IteratorContext {
   detail::StageNode* node = nullptr;
   /// Stopped when the iterator that consumes this one's output is destroyed.
   CancellationToken cancellation{};
+  /// Which pass over its input the enclosing repeats are on: 0 outside any
+  /// repeat; see for_repeat_pass. Stages that need "the same pass of the same
+  /// dataset gives the same result" (random_map's generators) read it; every
+  /// other stage passes it on unchanged with the context.
+  std::uint64_t epoch = 0;
 
   /// This context for the inputs of a stage that stops them when it is
   /// destroyed: its cancellation is `source`'s token (a source made from
@@ -98,6 +104,18 @@ struct IteratorContext {
   IteratorContext cancellable_by(const CancellationSource& source) const {
     IteratorContext inner = *this;
     inner.cancellation = source.token();
+    return inner;
+  }
+
+  /// This context for pass `pass` (0-based) of a repeat(count) (-1: forever)
+  /// iterated in this context. Passes of nested finite repeats are numbered
+  /// consecutively: in ds.repeat(2).repeat(3), ds sees epochs 0 to 5. An
+  /// infinite repeat is restarted by an outer repeat only after an empty
+  /// pass; its passes in outer epoch k are numbered from k * 2^32.
+  IteratorContext for_repeat_pass(std::int64_t count, std::int64_t pass) const {
+    IteratorContext inner = *this;
+    const std::uint64_t stride = count >= 0 ? static_cast<std::uint64_t>(count) : 1ULL << 32;
+    inner.epoch = epoch * stride + static_cast<std::uint64_t>(pass);  // wraps, never UB
     return inner;
   }
 };

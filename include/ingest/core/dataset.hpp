@@ -24,6 +24,7 @@
 #include "ingest/core/iterator.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/options.hpp"
+#include "ingest/core/random.hpp"
 #include "ingest/core/serializer.hpp"
 
 namespace ingest {
@@ -77,6 +78,12 @@ template <class Input>
 class WithOptionsDataset;
 template <class Input>
 class CacheDataset;
+template <class Input>
+class RandomSeedDataset;
+namespace detail {
+template <class F>
+struct SeededCall;
+}  // namespace detail
 
 /// cardinality(): the pass has no end (tf.data.experimental.INFINITE_CARDINALITY).
 inline constexpr std::int64_t infinite_cardinality = -1;
@@ -180,6 +187,28 @@ class DatasetBase {
     static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&>>,
                   "map: the function must return the new element (it returns void)");
     return ParallelMapDataset<Derived, F>(self(), std::move(f), options);
+  }
+
+  /// Applies `f(element, rng)` with an ingest::Rng seeded from (options.seed,
+  /// the epoch, the element's position in this stage's input): the results
+  /// are the same for every parallelism and thread timing, for every
+  /// iterator of the dataset, and differ between the epochs of an enclosing
+  /// repeat (tf: map with tf.random.stateless_* ops). It is a parallel map
+  /// (options.parallelism calls in flight, f callable as const) over the
+  /// elements paired with their seeds, so .batch() after it fuses. See
+  /// stages/random_map.hpp.
+  template <class F>
+  auto random_map(F f, RandomMapOptions options = {}) const {
+    static_assert(std::is_invocable_v<const F&, T&&, Rng&>,
+                  "random_map: the function cannot be called as f(element, ingest::Rng&) with "
+                  "this dataset's element type (it must be callable as const: no mutable "
+                  "lambdas)");
+    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&, Rng&>>,
+                  "random_map: the function must return the new element (it returns void)");
+    detail::check_knob_option("random_map", "parallelism", options.parallelism);
+    return ParallelMapDataset<RandomSeedDataset<Derived>, detail::SeededCall<F>>(
+        RandomSeedDataset<Derived>(self(), options.seed), detail::SeededCall<F>{std::move(f)},
+        MapOptions{.parallelism = options.parallelism, .deterministic = options.deterministic});
   }
 
   /// Keeps the elements for which `pred(const T&)` is true (tf: filter).

@@ -47,6 +47,18 @@ struct MapOptions {
   std::optional<bool> deterministic{};
 };
 
+/// Options of random_map.
+struct RandomMapOptions {
+  /// Seed of the per-element generators; without one, each random_map()
+  /// call draws one from std::random_device (shared by the dataset's copies
+  /// and all their iterators).
+  std::optional<std::uint64_t> seed{};
+  /// As MapOptions::parallelism; the results do not depend on it.
+  std::int64_t parallelism = 1;
+  /// As MapOptions::deterministic (the order of the results, not their values).
+  std::optional<bool> deterministic{};
+};
+
 /// Options of interleave.
 struct InterleaveOptions {
   /// Input elements whose datasets are open at once (default: runtime threads).

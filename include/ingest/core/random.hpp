@@ -23,6 +23,16 @@ constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) no
   return mix64(seed ^ mix64(stream + 0x632be59bd9b4e019ULL));
 }
 
+/// The seed of element `position` (0-based, in its stage's input) of pass
+/// `epoch` (IteratorContext::epoch) under `seed`: random_map's per-element
+/// generator. Two rounds of derive_seed, so neighbouring positions and
+/// epochs get unrelated streams, and the result depends on nothing else
+/// (not the thread, the parallelism or the timing).
+constexpr std::uint64_t element_seed(std::uint64_t seed, std::uint64_t epoch,
+                                     std::uint64_t position) noexcept {
+  return derive_seed(derive_seed(seed, epoch), position);
+}
+
 /// A seed from the operating system's entropy, for unseeded randomness.
 inline std::uint64_t random_seed() {
   std::random_device rd;

@@ -3,7 +3,9 @@
 // If an epoch yields no element, iteration ends instead of spinning forever
 // on an empty input. An epoch that raised only errors counts as empty too, as
 // in tf.data: an input whose every element fails raises its errors once, not
-// once per epoch forever.
+// once per epoch forever. Each pass's input iterator gets the pass number as
+// its context's epoch (IteratorContext::for_repeat_pass), which random_map
+// mixes into its generators' seeds.
 #pragma once
 
 #include <string_view>
@@ -58,7 +60,7 @@ class RepeatIterator {
   bool start_epoch() {
     if (current_) return true;
     if (done_ || (count_ >= 0 && epoch_ >= count_)) return false;
-    current_.emplace(detail::child_iterator(input_, ctx_));
+    current_.emplace(detail::child_iterator(input_, ctx_.for_repeat_pass(count_, epoch_)));
     produced_ = false;
     return true;
   }
