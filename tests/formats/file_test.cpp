@@ -63,7 +63,7 @@ TEST_CASE("AtomicFileWriter shows the file under its name only after commit", "[
     CHECK(w.bytes_written() == 3);
     CHECK_THROWS_AS(w.write("x", 1), InvalidArgument);
   }
-  CHECK(read_file(path) == "abc");
+  CHECK(file_contents(path) == "abc");
   CHECK(dir.list() == std::vector<std::string>{"out.bin"});
 }
 
@@ -80,10 +80,10 @@ TEST_CASE("AtomicFileWriter abandoned leaves nothing behind", "[formats][file]")
   {
     detail::AtomicFileWriter w(path, "test");
     w.write("new", 3);
-    CHECK(read_file(path) == "old");
+    CHECK(file_contents(path) == "old");
     w.abandon();
   }
-  CHECK(read_file(path) == "old");
+  CHECK(file_contents(path) == "old");
   CHECK(dir.list() == std::vector<std::string>{"out.bin"});
   CHECK_THROWS_AS(detail::AtomicFileWriter(dir / "no/such/dir/x", "test"), IoError);
 }
@@ -214,7 +214,7 @@ TEST_CASE("a writer removes the temporaries of killed writers, never a live one'
       w->write("partial", 7);
       write_file(dir / "name.txt", w->temp_path());
     });
-    dead_temp = read_file(dir / "name.txt");
+    dead_temp = file_contents(dir / "name.txt");
     CHECK(std::filesystem::exists(dead_temp));
     // While the child lives, its temporary is locked: a new writer keeps it.
     {
@@ -243,7 +243,7 @@ TEST_CASE("a writer removes the temporaries of killed writers, never a live one'
                                  ".hidden.tmp-notours", "d.bin", "data.bin"});
   live.write("c", 1);
   live.commit();
-  CHECK(read_file(dir / "c.bin") == "c");
+  CHECK(file_contents(dir / "c.bin") == "c");
 }
 
 TEST_CASE("a live writer in another process keeps its temporary and commits it",
@@ -292,6 +292,6 @@ TEST_CASE("a live writer in another process keeps its temporary and commits it",
   ::waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(read_file(dir / "live.bin") == "live");
+  CHECK(file_contents(dir / "live.bin") == "live");
   CHECK(dir.list() == std::vector<std::string>{"live.bin"});
 }

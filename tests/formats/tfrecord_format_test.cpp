@@ -38,7 +38,7 @@ TEST_CASE("every fixture's framing decodes as its JSON says", "[formats][tfrecor
   REQUIRE(fixtures.size() == 11);
   for (const Fixture& f : fixtures) {
     INFO(f.name);
-    const std::string bytes = read_file(f.path);
+    const std::string bytes = file_contents(f.path);
     CHECK(bytes.size() == f.expected.at("file_size").get<std::size_t>());
     CHECK(sha256_hex(bytes) == f.expected.at("file_sha256").get<std::string>());
     const auto& records = f.expected.at("records");

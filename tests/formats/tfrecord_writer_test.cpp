@@ -39,7 +39,7 @@ TEST_CASE("TFRecordWriter round-trips in every compression", "[formats][tfrecord
     CHECK(read_all(path, c) == payloads);
   }
   // Plain output is exactly the framing, byte for byte.
-  CHECK(read_file(dir / "out.none") == frame_records(payloads));
+  CHECK(file_contents(dir / "out.none") == frame_records(payloads));
   // Compressed output is standard zlib / gzip of that framing.
   CHECK(gzip_bytes(frame_records(payloads)).size() > 0);
   // An empty file of records.
@@ -60,7 +60,7 @@ TEST_CASE("TFRecordWriter reproduces TensorFlow's files byte for byte",
     TFRecordWriter w(dir / f.name);
     for (const auto& r : records) w.write(r);
     w.close();
-    CHECK(read_file(dir / f.name) == read_file(f.path));
+    CHECK(file_contents(dir / f.name) == file_contents(f.path));
   }
   // And its gzip output carries the same stream as TensorFlow's gzip files.
   for (const Fixture& f : all_fixtures()) {
@@ -158,7 +158,7 @@ TEST_CASE("TFRecordWriter removes a killed writer's temporary file, not a live o
       w->flush();
       write_file(dir / "name.txt", w->temp_path());
     });
-    dead_temp = read_file(dir / "name.txt");
+    dead_temp = file_contents(dir / "name.txt");
   }  // SIGKILLed
   std::filesystem::remove(dir / "name.txt");
   CHECK(std::filesystem::exists(dead_temp));

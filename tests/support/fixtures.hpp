@@ -42,7 +42,7 @@ inline std::vector<Fixture> all_fixtures() {
     Fixture f;
     f.name = file.substr(0, file.size() - suffix.size());
     f.path = fixture_dir() + "/" + f.name;
-    f.expected = nlohmann::json::parse(read_file(e.path().string()));
+    f.expected = nlohmann::json::parse(file_contents(e.path().string()));
     const std::string c = f.expected.at("compression");
     f.compression = c == "gzip"   ? Compression::gzip
                     : c == "zlib" ? Compression::zlib

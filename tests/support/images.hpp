@@ -27,7 +27,7 @@ inline std::string image_fixture_dir() { return std::string(INGEST_FIXTURES_DIR)
 
 /// The bytes of fixture `rel` (a path relative to tests/fixtures/image).
 inline std::string image_fixture(const std::string& rel) {
-  return read_file(image_fixture_dir() + "/" + rel);
+  return file_contents(image_fixture_dir() + "/" + rel);
 }
 
 inline const nlohmann::json& image_manifest() {
