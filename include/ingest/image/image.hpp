@@ -1,9 +1,11 @@
 // The image part (namespace ingest::image, CMake target ingest::image, needs
 // libjpeg-turbo and libspng): JPEG and PNG decoding, decode-time
-// RandomResizedCrop and resizing of uint8 [H, W, C] Tensors. Never included
-// by <ingest/ingest.hpp>; include this, or one header of ingest/image/.
+// RandomResizedCrop, resizing and the transforms of uint8 [H, W, C] Tensors.
+// Never included by <ingest/ingest.hpp>; include this, or one header of
+// ingest/image/.
 #pragma once
 
+#include "ingest/image/crop.hpp"
 #include "ingest/image/decode.hpp"
 #include "ingest/image/jpeg.hpp"
 #include "ingest/image/png.hpp"
