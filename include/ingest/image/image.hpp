@@ -7,6 +7,7 @@
 
 #include "ingest/image/crop.hpp"
 #include "ingest/image/decode.hpp"
+#include "ingest/image/flip.hpp"
 #include "ingest/image/jpeg.hpp"
 #include "ingest/image/png.hpp"
 #include "ingest/image/random_resized_crop.hpp"
