@@ -12,4 +12,5 @@
 #include "ingest/image/png.hpp"
 #include "ingest/image/random_resized_crop.hpp"
 #include "ingest/image/resize.hpp"
+#include "ingest/image/rotate.hpp"
 #include "ingest/image/types.hpp"
