@@ -32,11 +32,6 @@ std::uint8_t at(const Tensor& t, std::int64_t y, std::int64_t x, std::int64_t c 
   return t.data<std::uint8_t>()[(y * t.dim(1) + x) * t.dim(2) + c];
 }
 
-Tensor fixture_input(const nlohmann::json& c) {
-  return image_tensor(image_fixture(c.at("input")), c.at("height"), c.at("width"),
-                      c.at("channels"));
-}
-
 }  // namespace
 
 TEST_CASE("center_crop equals torchvision's CenterCrop (Pillow's crop, padded with 0)",

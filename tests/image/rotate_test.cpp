@@ -12,15 +12,6 @@ using namespace ingest;
 using namespace ingest::testing;
 using namespace ingest::image;
 
-namespace {
-
-Tensor fixture_input(const nlohmann::json& c) {
-  return image_tensor(image_fixture(c.at("input")), c.at("height"), c.at("width"),
-                      c.at("channels"));
-}
-
-}  // namespace
-
 TEST_CASE("rotate matches Pillow's Image.rotate(BILINEAR, fillcolor)",
           "[image][rotate][fixtures]") {
   const auto& cases = image_manifest().at("rotate");
