@@ -44,6 +44,12 @@ inline Tensor image_tensor(const std::string& bytes, std::int64_t h, std::int64_
   return t;
 }
 
+/// The input image of a manifest case ("input", "height", "width", "channels").
+inline Tensor fixture_input(const nlohmann::json& c) {
+  return image_tensor(image_fixture(c.at("input")), c.at("height"), c.at("width"),
+                      c.at("channels"));
+}
+
 /// Owns a TurboJPEG handle.
 class TjHandle {
  public:

@@ -4,6 +4,7 @@
 // them to an accelerator and through DLPack.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -21,6 +22,57 @@ struct bfloat16_t {
   std::uint16_t bits;
   friend bool operator==(bfloat16_t, bfloat16_t) = default;
 };
+
+/// `f` rounded to the nearest float16, ties to even (IEEE's default, as
+/// numpy's astype and torch's .half()): too large gives infinity, NaN stays a
+/// (quiet) NaN. Branch-free, so that loops of it vectorise.
+constexpr float16_t to_float16(float f) noexcept {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t a = u & 0x7fffffffu;
+  // Normal results: rebias the exponent (127 -> 15), add half of the 13
+  // dropped bits' unit, less one unless the kept part is odd (ties to even);
+  // a carry into the exponent is the right result, up to infinity.
+  const std::uint32_t normal = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  // Subnormal results: adding 0.5 lines the 10 kept bits up with the bottom
+  // of the float's mantissa, and the float addition rounds them to even.
+  const std::uint32_t subnormal = std::bit_cast<std::uint32_t>(std::bit_cast<float>(a) + 0.5f) -
+                                  std::bit_cast<std::uint32_t>(0.5f);
+  const std::uint32_t special = 0x7c00u | static_cast<std::uint32_t>(a > 0x7f800000u) << 9;
+  // Selected with masks, not branches: GCC does not if-convert the float
+  // addition above (it could trap), and a branch stops vectorisation.
+  const std::uint32_t is_subnormal = 0u - static_cast<std::uint32_t>(a < (113u << 23));
+  const std::uint32_t is_special = 0u - static_cast<std::uint32_t>(a >= (143u << 23));
+  std::uint32_t r = (normal & ~is_subnormal) | (subnormal & is_subnormal);
+  r = (r & ~is_special) | (special & is_special);
+  return {static_cast<std::uint16_t>(r | sign)};
+}
+
+/// `f` rounded to the nearest bfloat16, ties to even (as torch's
+/// .bfloat16()); NaN stays a (quiet) NaN.
+constexpr bfloat16_t to_bfloat16(float f) noexcept {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = 0u - static_cast<std::uint32_t>((u & 0x7fffffffu) > 0x7f800000u);
+  return {static_cast<std::uint16_t>((rounded & ~nan) | (((u >> 16) | 0x40u) & nan))};
+}
+
+/// The float a float16 holds (exactly).
+constexpr float to_float(float16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h.bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (h.bits >> 10) & 0x1fu, mantissa = h.bits & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa x 2^-24
+    const float v = static_cast<float>(mantissa) * 0x1p-24f;
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) | sign);
+  }
+  const std::uint32_t e = exponent == 31 ? 255u : exponent + 112u;
+  return std::bit_cast<float>(sign | e << 23 | mantissa << 13);
+}
+
+/// The float a bfloat16 holds (exactly).
+constexpr float to_float(bfloat16_t b) noexcept {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b.bits) << 16);
+}
 
 enum class DType : std::uint8_t {
   boolean,

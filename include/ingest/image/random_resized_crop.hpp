@@ -74,11 +74,6 @@ inline void check_random_resized_crop(const RandomResizedCropOptions& o) {
   }
 }
 
-/// Python's round(): to nearest, ties to even (the default rounding mode).
-inline std::int64_t round_half_even(double x) noexcept {
-  return static_cast<std::int64_t>(std::nearbyint(x));
-}
-
 /// The largest s in {1, 2, 4, 8}, s <= max_denom, with crop / s >= size.
 inline int crop_scale_denom(const CropWindow& crop, Size size, int max_denom) noexcept {
   for (int s = max_denom; s > 1; s /= 2) {
@@ -89,12 +84,6 @@ inline int crop_scale_denom(const CropWindow& crop, Size size, int max_denom) no
 
 inline ResizeOptions crop_resize_options(const RandomResizedCropOptions& o) {
   return {.method = o.method, .antialias = o.antialias};
-}
-
-/// `window` of `image` as a view (no copy).
-inline ImageView crop_view(const ImageView& image, const CropWindow& window) noexcept {
-  return {image.data + window.y * image.row_stride + window.x * image.channels, window.height,
-          window.width, image.channels, image.row_stride};
 }
 
 }  // namespace detail

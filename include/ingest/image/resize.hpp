@@ -48,21 +48,6 @@ struct ResizeOptions {
 
 namespace detail {
 
-/// A uint8 [height, width, channels] image in memory someone else owns, rows
-/// `row_stride` bytes apart (a crop of a larger image, without copying).
-struct ImageView {
-  const std::uint8_t* data = nullptr;
-  std::int64_t height = 0;
-  std::int64_t width = 0;
-  std::int64_t channels = 0;
-  std::int64_t row_stride = 0;
-};
-
-inline ImageView view_of(const Tensor& image, std::string_view op) {
-  const ImageDims d = image_dims(image, op);
-  return {image.data<std::uint8_t>(), d.height, d.width, d.channels, d.width * d.channels};
-}
-
 // Pillow's Resample.c: PRECISION_BITS = 32 - 8 - 2.
 inline constexpr int resize_precision_bits = 22;
 

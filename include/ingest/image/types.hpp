@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -148,6 +149,60 @@ inline void check_pixels(std::uint64_t height, std::uint64_t width, std::uint64_
                             std::to_string(width) + " pixels exceeds max_pixels (" +
                             std::to_string(max_pixels) + ")",
                         {.file = std::string(file)});
+}
+
+/// A uint8 [height, width, channels] image in memory someone else owns, rows
+/// `row_stride` bytes apart (a crop of a larger image, without copying).
+struct ImageView {
+  const std::uint8_t* data = nullptr;
+  std::int64_t height = 0;
+  std::int64_t width = 0;
+  std::int64_t channels = 0;
+  std::int64_t row_stride = 0;
+};
+
+inline ImageView view_of(const Tensor& image, std::string_view op) {
+  const ImageDims d = image_dims(image, op);
+  return {image.data<std::uint8_t>(), d.height, d.width, d.channels, d.width * d.channels};
+}
+
+/// view_of for the transforms, which take gray, RGB or RGBA only:
+/// InvalidArgument naming `op` for another tensor or channel count.
+inline ImageView transform_view(const Tensor& image, std::string_view op) {
+  const ImageView v = view_of(image, op);
+  if (v.channels != 1 && v.channels != 3 && v.channels != 4) {
+    throw InvalidArgument(std::string(op) + ": expected 1, 3 or 4 channels, got " +
+                          std::to_string(v.channels) + " (image " + image.shape().to_string() +
+                          ")");
+  }
+  return v;
+}
+
+/// The largest height or width an image op makes (Pillow's and libjpeg's
+/// sides are int): sums of sides and paddings below it cannot overflow.
+inline constexpr std::int64_t max_image_side = 0x7fffffff;
+
+/// InvalidArgument naming `op` unless both sides of `size` (called `what`)
+/// are in [1, max_image_side].
+inline void check_size(Size size, std::string_view op, std::string_view what = "size") {
+  if (size.height >= 1 && size.width >= 1 && size.height <= max_image_side &&
+      size.width <= max_image_side) {
+    return;
+  }
+  throw InvalidArgument(std::string(op) + ": " + std::string(what) +
+                        " must be positive and below 2^31, got " + std::to_string(size.height) +
+                        " x " + std::to_string(size.width));
+}
+
+/// `window` of `image` as a view (no copy).
+inline ImageView crop_view(const ImageView& image, const CropWindow& window) noexcept {
+  return {image.data + window.y * image.row_stride + window.x * image.channels, window.height,
+          window.width, image.channels, image.row_stride};
+}
+
+/// Python's round(): to nearest, ties to even (the default rounding mode).
+inline std::int64_t round_half_even(double x) noexcept {
+  return static_cast<std::int64_t>(std::nearbyint(x));
 }
 
 /// Pillow's RGB -> L conversion (ITU-R 601-2 luma in 16-bit fixed point,

@@ -1,0 +1,179 @@
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <ingest/image/normalize.hpp>
+
+using namespace ingest;
+using namespace ingest::image;
+
+namespace {
+
+// Every uint8 value in each channel: [16, 16, c], value (y * 16 + x + 37 k) % 256.
+Tensor all_values(std::int64_t c) {
+  Tensor t(DType::uint8, Shape{16, 16, c});
+  for (std::int64_t p = 0; p < 256; ++p) {
+    for (std::int64_t k = 0; k < c; ++k) {
+      t.data<std::uint8_t>()[p * c + k] = static_cast<std::uint8_t>((p + 37 * k) % 256);
+    }
+  }
+  return t;
+}
+
+// The documented float32 arithmetic, one value at a time.
+float reference(std::uint8_t x, float mean, float std) {
+  const auto scale = static_cast<float>(1.0 / (255.0 * static_cast<double>(std)));
+  const auto bias = static_cast<float>(-static_cast<double>(mean) / static_cast<double>(std));
+  return static_cast<float>(x) * scale + bias;
+}
+
+// Round to nearest, ties to even, by search: the representable value nearest
+// to v among `candidates` (ascending), ties to the even bit pattern.
+template <class Convert>
+std::uint16_t nearest(float v, std::uint16_t lo, std::uint16_t hi, Convert to_value) {
+  std::uint16_t best = lo;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (std::uint32_t b = lo; b <= hi; ++b) {
+    const double d = std::fabs(static_cast<double>(to_value(static_cast<std::uint16_t>(b))) - v);
+    if (d < best_d || (d == best_d && (b & 1) == 0)) {
+      best = static_cast<std::uint16_t>(b);
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+// float16 by exhaustive search over the finite halves of v's sign.
+std::uint16_t half_by_search(float v) {
+  const std::uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  return static_cast<std::uint16_t>(sign | nearest(std::fabs(v), 0, 0x7bff, [](std::uint16_t b) {
+                                      return to_float(float16_t{b});
+                                    }));
+}
+
+// bfloat16: the nearer of the two truncations around v.
+std::uint16_t bfloat_by_search(float v) {
+  const auto lo = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(v) >> 16);
+  return nearest(v, lo, static_cast<std::uint16_t>(lo + 1),
+                 [](std::uint16_t b) { return to_float(bfloat16_t{b}); });
+}
+
+const float imagenet_mean[] = {0.485f, 0.456f, 0.406f, 0.5f};
+const float imagenet_std[] = {0.229f, 0.224f, 0.225f, 0.25f};
+
+}  // namespace
+
+TEST_CASE("to_float16 and to_bfloat16 round to nearest, ties to even", "[image][normalize]") {
+  CHECK(to_float16(1.0f).bits == 0x3c00);
+  CHECK(to_float16(-2.0f).bits == 0xc000);
+  CHECK(to_float16(65504.0f).bits == 0x7bff);
+  CHECK(to_float16(65519.99f).bits == 0x7bff);
+  CHECK(to_float16(65520.0f).bits == 0x7c00);  // the tie above the largest half: infinity
+  CHECK(to_float16(std::numeric_limits<float>::infinity()).bits == 0x7c00);
+  CHECK(to_float16(std::numeric_limits<float>::quiet_NaN()).bits == 0x7e00);
+  CHECK(to_float16(0x1p-24f).bits == 0x0001);         // smallest subnormal
+  CHECK(to_float16(0x1p-25f).bits == 0x0000);         // tie: to even (0)
+  CHECK(to_float16(3 * 0x1p-25f).bits == 0x0002);     // tie between 1 and 2: even
+  CHECK(to_float16(1.0f + 0x1p-11f).bits == 0x3c00);  // tie: to even
+  CHECK(to_float16(1.0f + 3 * 0x1p-11f).bits == 0x3c02);
+  CHECK(to_float16(0x1p-14f).bits == 0x0400);             // smallest normal
+  CHECK(to_float16(0x1p-14f - 0x1p-25f).bits == 0x0400);  // tie rounds up into the normals
+  CHECK(to_bfloat16(1.0f).bits == 0x3f80);
+  CHECK(to_bfloat16(1.0f + 0x1p-8f).bits == 0x3f80);  // tie: to even
+  CHECK(to_bfloat16(1.0f + 3 * 0x1p-8f).bits == 0x3f82);
+  CHECK(to_bfloat16(-std::numeric_limits<float>::max()).bits == 0xff80);  // rounds to -infinity
+  CHECK((to_bfloat16(std::numeric_limits<float>::quiet_NaN()).bits & 0x7fc0) == 0x7fc0);
+  CHECK(to_float(float16_t{0x0001}) == 0x1p-24f);
+  CHECK(to_float(float16_t{0xfbff}) == -65504.0f);
+  CHECK(to_float(bfloat16_t{0x3f80}) == 1.0f);
+}
+
+TEST_CASE("normalize: (x / 255 - mean) / std for every value, each dtype and layout",
+          "[image][normalize]") {
+  for (std::int64_t c : {1, 3, 4}) {
+    const Tensor img = all_values(c);
+    const std::span<const float> mean(imagenet_mean, static_cast<std::size_t>(c));
+    const std::span<const float> std(imagenet_std, static_cast<std::size_t>(c));
+    for (Layout layout : {Layout::chw, Layout::hwc}) {
+      for (DType dtype : {DType::float32, DType::float16, DType::bfloat16}) {
+        INFO(c << " channels, " << (layout == Layout::chw ? "chw" : "hwc") << ", "
+               << dtype_name(dtype));
+        const Tensor out = normalize(img, mean, std, {.layout = layout, .dtype = dtype});
+        REQUIRE(out.dtype() == dtype);
+        REQUIRE(out.shape() == (layout == Layout::chw ? Shape{c, 16, 16} : Shape{16, 16, c}));
+        double worst = 0;  // against torchvision's formula in double
+        for (std::int64_t p = 0; p < 256; ++p) {
+          for (std::int64_t k = 0; k < c; ++k) {
+            const std::uint8_t x = img.data<std::uint8_t>()[p * c + k];
+            const float ref =
+                reference(x, mean[static_cast<std::size_t>(k)], std[static_cast<std::size_t>(k)]);
+            const std::int64_t i = layout == Layout::chw ? k * 256 + p : p * c + k;
+            if (dtype == DType::float32) {
+              const float v = out.data<float>()[i];
+              REQUIRE(v == ref);
+              const double exact = (x / 255.0 - mean[static_cast<std::size_t>(k)]) /
+                                   std[static_cast<std::size_t>(k)];
+              worst = std::max(worst, std::fabs(v - exact) / std::max(std::fabs(exact), 1.0));
+            } else if (dtype == DType::float16) {
+              REQUIRE(out.data<float16_t>()[i].bits == half_by_search(ref));
+            } else {
+              REQUIRE(out.data<bfloat16_t>()[i].bits == bfloat_by_search(ref));
+            }
+          }
+        }
+        // Against (x / 255 - mean) / std in double: a few float32 ulps.
+        CHECK(worst < 4e-7);
+      }
+    }
+  }
+}
+
+TEST_CASE("normalize's layouts: chw planes and hwc pixels, and 1 x 1 images",
+          "[image][normalize]") {
+  Tensor img(DType::uint8, Shape{1, 2, 3});
+  const std::uint8_t px[] = {0, 51, 255, 102, 153, 204};
+  std::copy(std::begin(px), std::end(px), img.data<std::uint8_t>());
+  const Tensor chw = normalize(img, {0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f});
+  const Tensor hwc =
+      normalize(img, {0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}, {.layout = Layout::hwc});
+  // x / 255 in float32 (x * (1 / 255) rounded): 0.2 and 0.6 and 1 as floats.
+  const float expected_chw[] = {0.0f, 0.4f, 0.2f, 0.6f, 1.0f, 0.8f};
+  const float expected_hwc[] = {0.0f, 0.2f, 1.0f, 0.4f, 0.6f, 0.8f};
+  for (int i = 0; i < 6; ++i) {
+    CHECK(chw.data<float>()[i] == Approx(expected_chw[i]).margin(1e-7));
+    CHECK(hwc.data<float>()[i] == Approx(expected_hwc[i]).margin(1e-7));
+  }
+  Tensor one(DType::uint8, Shape{1, 1, 1});
+  one.data<std::uint8_t>()[0] = 255;
+  const Tensor h = normalize(one, {0.5f}, {0.5f}, {.dtype = DType::float16});
+  CHECK(h.shape() == Shape{1, 1, 1});
+  CHECK(h.data<float16_t>()[0].bits == 0x3c00);  // (1 - 0.5) / 0.5 = 1
+  const Tensor b = normalize(one, {0.5f}, {0.5f}, {.dtype = DType::bfloat16});
+  CHECK(b.data<bfloat16_t>()[0].bits == 0x3f80);
+}
+
+TEST_CASE("normalize rejects bad input, naming itself", "[image][normalize][errors]") {
+  const Tensor img = all_values(3);
+  CHECK_THROWS_WITH(
+      normalize(img, {0.5f, 0.5f}, {1.0f, 1.0f, 1.0f}),
+      Catch::Contains("normalize: mean and std need one value per channel (3), got 2 and 3"));
+  CHECK_THROWS_WITH(normalize(img, {0.5f, 0.5f, 0.5f}, {1.0f, 0.0f, 1.0f}),
+                    Catch::Contains("normalize: mean and std must be finite and std not 0") &&
+                        Catch::Contains("for channel 1"));
+  CHECK_THROWS_AS(normalize(img, {std::nanf(""), 0.5f, 0.5f}, {1.0f, 1.0f, 1.0f}), InvalidArgument);
+  CHECK_THROWS_AS(
+      normalize(img, {0.5f, 0.5f, 0.5f}, {1.0f, std::numeric_limits<float>::infinity(), 1.0f}),
+      InvalidArgument);
+  CHECK_THROWS_WITH(
+      normalize(img, {0.5f, 0.5f, 0.5f}, {1.0f, 1.0f, 1.0f}, {.dtype = DType::uint8}),
+      Catch::Contains("normalize: dtype must be float32, float16 or bfloat16, got uint8"));
+  CHECK_THROWS_WITH(normalize(Tensor::zeros(DType::uint8, Shape{2, 2, 2}), {0.f, 0.f}, {1.f, 1.f}),
+                    Catch::Contains("normalize: expected 1, 3 or 4 channels, got 2"));
+  CHECK_THROWS_WITH(
+      normalize(Tensor::zeros(DType::float32, Shape{2, 2, 3}), {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}),
+      Catch::Contains("normalize: expected a host uint8 image"));
+}
