@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include <ingest/image/crop.hpp>
 
@@ -13,20 +12,6 @@ using namespace ingest::testing;
 using namespace ingest::image;
 
 namespace {
-
-// A uint8 [h, w, c] image whose value at (y, x, ch) is y * 16 + x * 4 + ch + 1.
-Tensor numbered(std::int64_t h, std::int64_t w, std::int64_t c) {
-  // Filled through a vector: GCC 12 sees a zero-sized region behind a pooled
-  // block's pointer when this loop is inlined (-Wstringop-overflow).
-  std::vector<std::uint8_t> v;
-  for (std::int64_t y = 0; y < h; ++y) {
-    for (std::int64_t x = 0; x < w; ++x) {
-      for (std::int64_t k = 0; k < c; ++k)
-        v.push_back(static_cast<std::uint8_t>(y * 16 + x * 4 + k + 1));
-    }
-  }
-  return Tensor::from_values<std::uint8_t>(v, Shape{h, w, c});
-}
 
 std::uint8_t at(const Tensor& t, std::int64_t y, std::int64_t x, std::int64_t c = 0) {
   return t.data<std::uint8_t>()[(y * t.dim(1) + x) * t.dim(2) + c];
@@ -69,18 +54,18 @@ TEST_CASE("pad equals Pillow's ImageOps.expand and numpy's reflect", "[image][pa
 }
 
 TEST_CASE("crop copies a window inside the image", "[image][crop]") {
-  const Tensor img = numbered(5, 6, 3);
+  const Tensor img = numbered_image(5, 6, 3);
   const CropWindow w{1, 2, 3, 4};
   const Tensor out = crop(img, w);
   CHECK(out == crop_copy(img, w));
   CHECK_FALSE(out.shares_storage_with(img));
   CHECK(crop(img, {0, 0, 5, 6}) == img);
-  const Tensor one = numbered(1, 1, 4);
+  const Tensor one = numbered_image(1, 1, 4);
   CHECK(crop(one, {0, 0, 1, 1}) == one);
 }
 
 TEST_CASE("center_crop rounds the offset half to even, as Python's round", "[image][crop]") {
-  const Tensor img = numbered(7, 6, 1);
+  const Tensor img = numbered_image(7, 6, 1);
   // H - h = 3: 1.5 rounds to 2; W - w = 5: 2.5 rounds to 2; 1 -> 0.5 -> 0.
   CHECK(center_crop(img, {4, 1}) == crop(img, {2, 2, 4, 1}));
   CHECK(center_crop(img, {6, 5}) == crop(img, {0, 0, 6, 5}));
@@ -90,7 +75,7 @@ TEST_CASE("center_crop rounds the offset half to even, as Python's round", "[ima
 
 TEST_CASE("center_crop larger than the image pads with 0 as torchvision", "[image][crop]") {
   // 1 x 1 to 4 x 3: (4 - 1) // 2 = 1 row above, (3 - 1) // 2 = 1 column left.
-  const Tensor one = numbered(1, 1, 3);
+  const Tensor one = numbered_image(1, 1, 3);
   const Tensor out = center_crop(one, {4, 3});
   REQUIRE(out.shape() == Shape{4, 3, 3});
   for (std::int64_t y = 0; y < 4; ++y) {
@@ -101,7 +86,7 @@ TEST_CASE("center_crop larger than the image pads with 0 as torchvision", "[imag
   }
   // One side larger, the other cropped: 3 x 5 to 6 x 2 (rows padded 1 above,
   // 2 below; columns from round(1.5) = 2).
-  const Tensor img = numbered(3, 5, 1);
+  const Tensor img = numbered_image(3, 5, 1);
   const Tensor mixed = center_crop(img, {6, 2});
   for (std::int64_t y = 0; y < 6; ++y) {
     for (std::int64_t x = 0; x < 2; ++x) {
@@ -112,7 +97,7 @@ TEST_CASE("center_crop larger than the image pads with 0 as torchvision", "[imag
 
 TEST_CASE("random_crop: offsets uniform over every position, reproducible for a seed",
           "[image][crop]") {
-  const Tensor img = numbered(4, 5, 3);
+  const Tensor img = numbered_image(4, 5, 3);
   Rng rng(2024), draws(2024);
   int seen[2][4] = {};
   for (int i = 0; i < 400; ++i) {
@@ -126,13 +111,13 @@ TEST_CASE("random_crop: offsets uniform over every position, reproducible for a 
   }
   // The whole image, and a 1 x 1 one, have one position.
   CHECK(random_crop(img, {4, 5}, rng) == img);
-  const Tensor one = numbered(1, 1, 1);
+  const Tensor one = numbered_image(1, 1, 1);
   CHECK(random_crop(one, {1, 1}, rng) == one);
 }
 
 TEST_CASE("pad: constant and reflect by hand, 1 and 4 channels", "[image][pad]") {
   // One gray row 1 2 3 (numbered: 1, 5, 9), two columns each side.
-  const Tensor row = numbered(1, 3, 1);
+  const Tensor row = numbered_image(1, 3, 1);
   const Tensor r = pad(row, {0, 0, 2, 2}, {.mode = PadMode::reflect});
   const int expected[] = {9, 5, 1, 5, 9, 5, 1};
   for (std::int64_t x = 0; x < 7; ++x) CHECK(at(r, 0, x) == expected[x]);
@@ -142,7 +127,7 @@ TEST_CASE("pad: constant and reflect by hand, 1 and 4 channels", "[image][pad]")
   CHECK(at(c, 1, 0) == 1);
   CHECK(at(c, 1, 3) == 200);
   // 4 channels, reflected rows: row -1 is row 1.
-  const Tensor rgba = numbered(3, 2, 4);
+  const Tensor rgba = numbered_image(3, 2, 4);
   const Tensor p = pad(rgba, {1, 1, 1, 1}, {.mode = PadMode::reflect});
   REQUIRE(p.shape() == Shape{5, 4, 4});
   for (std::int64_t ch = 0; ch < 4; ++ch) {
@@ -151,13 +136,18 @@ TEST_CASE("pad: constant and reflect by hand, 1 and 4 channels", "[image][pad]")
     CHECK(at(p, 2, 1, ch) == at(rgba, 1, 0, ch));
   }
   // A 1 x 1 image pads with constants only; no padding is a copy.
-  const Tensor one = numbered(1, 1, 3);
+  const Tensor one = numbered_image(1, 1, 3);
   CHECK(pad(one, {}, {.mode = PadMode::reflect}) == one);
   CHECK(pad(one, {1, 1, 1, 1}).shape() == Shape{3, 3, 3});
+  // Empty images: padding by nothing stays empty; padding rows adds zeros.
+  const Tensor empty = Tensor::zeros(DType::uint8, Shape{0, 3, 3});
+  CHECK(pad(empty, {}).shape() == empty.shape());
+  CHECK(pad(empty, {1, 0, 0, 0}) == Tensor::zeros(DType::uint8, Shape{1, 3, 3}));
+  CHECK(center_crop(empty, {2, 2}) == Tensor::zeros(DType::uint8, Shape{2, 2, 3}));
 }
 
 TEST_CASE("cutout: the box centred on a uniform pixel, clipped at the edges", "[image][cutout]") {
-  const Tensor img = numbered(3, 3, 3);
+  const Tensor img = numbered_image(3, 3, 3);
   int corner_cases = 0;
   for (std::uint64_t seed = 0; seed < 100; ++seed) {
     Rng rng(seed), draws(seed);
@@ -181,7 +171,7 @@ TEST_CASE("cutout: the box centred on a uniform pixel, clipped at the edges", "[
   }
   CHECK(corner_cases > 0);
   // Even sides: a 2 x 4 box spans [cy - 1, cy + 1) x [cx - 2, cx + 2).
-  const Tensor big = numbered(6, 8, 1);
+  const Tensor big = numbered_image(6, 8, 1);
   Rng rng(5), draws(5);
   const auto cy = static_cast<std::int64_t>(draws.uniform(6));
   const auto cx = static_cast<std::int64_t>(draws.uniform(8));
@@ -194,11 +184,11 @@ TEST_CASE("cutout: the box centred on a uniform pixel, clipped at the edges", "[
   }
   // 1 x 1: always erased.
   Rng one_rng(1);
-  CHECK(at(cutout(numbered(1, 1, 1), {1, 1}, one_rng, 3), 0, 0) == 3);
+  CHECK(at(cutout(numbered_image(1, 1, 1), {1, 1}, one_rng, 3), 0, 0) == 3);
 }
 
 TEST_CASE("crops, pad and cutout reject bad input, naming the op", "[image][crop][errors]") {
-  const Tensor img = numbered(4, 4, 3);
+  const Tensor img = numbered_image(4, 4, 3);
   Rng rng(1);
   CHECK_THROWS_WITH(crop(img, {1, 1, 4, 2}),
                     Catch::Contains("crop: window {y 1, x 1, height 4, width 2} is not inside "

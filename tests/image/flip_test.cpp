@@ -12,24 +12,6 @@ using namespace ingest;
 using namespace ingest::testing;
 using namespace ingest::image;
 
-namespace {
-
-// A uint8 [h, w, c] image whose value at (y, x, ch) is y * 100 + x * 10 + ch.
-Tensor numbered(std::int64_t h, std::int64_t w, std::int64_t c) {
-  Tensor t(DType::uint8, Shape{h, w, c});
-  for (std::int64_t y = 0; y < h; ++y) {
-    for (std::int64_t x = 0; x < w; ++x) {
-      for (std::int64_t k = 0; k < c; ++k) {
-        t.data<std::uint8_t>()[(y * w + x) * c + k] =
-            static_cast<std::uint8_t>(y * 100 + x * 10 + k);
-      }
-    }
-  }
-  return t;
-}
-
-}  // namespace
-
 TEST_CASE("flips equal Pillow's Image.transpose", "[image][flip][fixtures]") {
   const auto& cases = image_manifest().at("flip");
   REQUIRE(cases.size() == 4);
@@ -47,27 +29,30 @@ TEST_CASE("flips of 1-, 3- and 4-channel images keep each pixel's channels toget
           "[image][flip]") {
   for (std::int64_t c : {1, 3, 4}) {
     INFO(c << " channels");
-    const Tensor img = numbered(2, 3, c);
+    const Tensor img = numbered_image(2, 3, c);
     const Tensor lr = flip_left_right(img), ud = flip_up_down(img);
     REQUIRE(lr.shape() == img.shape());
     for (std::int64_t y = 0; y < 2; ++y) {
       for (std::int64_t x = 0; x < 3; ++x) {
         for (std::int64_t k = 0; k < c; ++k) {
-          CHECK(lr.data<std::uint8_t>()[(y * 3 + x) * c + k] == y * 100 + (2 - x) * 10 + k);
-          CHECK(ud.data<std::uint8_t>()[(y * 3 + x) * c + k] == (1 - y) * 100 + x * 10 + k);
+          CHECK(lr.data<std::uint8_t>()[(y * 3 + x) * c + k] == y * 16 + (2 - x) * 4 + k + 1);
+          CHECK(ud.data<std::uint8_t>()[(y * 3 + x) * c + k] == (1 - y) * 16 + x * 4 + k + 1);
         }
       }
     }
     CHECK(flip_left_right(lr) == img);
     CHECK_FALSE(lr.shares_storage_with(img));
   }
-  const Tensor one = numbered(1, 1, 3);
+  const Tensor one = numbered_image(1, 1, 3);
   CHECK(flip_left_right(one) == one);
   CHECK(flip_up_down(one) == one);
+  const Tensor empty = Tensor::zeros(DType::uint8, Shape{2, 0, 3});
+  CHECK(flip_left_right(empty).shape() == empty.shape());
+  CHECK(flip_up_down(empty).shape() == empty.shape());
 }
 
 TEST_CASE("random_flip_left_right: one draw, reproducible for a seed", "[image][flip]") {
-  const Tensor img = numbered(4, 5, 3);
+  const Tensor img = numbered_image(4, 5, 3);
   const Tensor flipped = flip_left_right(img);
   // Which calls flip follows the seed's uniform01() draws exactly.
   Rng rng(42), draws(42);
@@ -96,7 +81,7 @@ TEST_CASE("flips reject bad images and probabilities, naming the op", "[image][f
                     Catch::Contains("flip_up_down: expected a host uint8 image"));
   CHECK_THROWS_WITH(random_flip_left_right(Tensor(), rng),
                     Catch::Contains("random_flip_left_right: expected a host uint8 image"));
-  const Tensor img = numbered(2, 2, 3);
+  const Tensor img = numbered_image(2, 2, 3);
   CHECK_THROWS_WITH(random_flip_left_right(img, rng, 1.5),
                     Catch::Contains("random_flip_left_right: p must be in [0, 1], got 1.5"));
   CHECK_THROWS_AS(random_flip_left_right(img, rng, -0.1), InvalidArgument);

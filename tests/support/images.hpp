@@ -50,6 +50,22 @@ inline Tensor fixture_input(const nlohmann::json& c) {
                       c.at("channels"));
 }
 
+/// A uint8 [h, w, c] image whose value at (y, x, ch) is y * 16 + x * 4 + ch + 1
+/// (wrapping past 255), so a test can tell every small image's values apart.
+inline Tensor numbered_image(std::int64_t h, std::int64_t w, std::int64_t c) {
+  // Filled through a vector: GCC 12 sees a zero-sized region behind a pooled
+  // block's pointer when such a loop is inlined (-Wstringop-overflow).
+  std::vector<std::uint8_t> v;
+  for (std::int64_t y = 0; y < h; ++y) {
+    for (std::int64_t x = 0; x < w; ++x) {
+      for (std::int64_t k = 0; k < c; ++k) {
+        v.push_back(static_cast<std::uint8_t>(y * 16 + x * 4 + k + 1));
+      }
+    }
+  }
+  return Tensor::from_values<std::uint8_t>(v, Shape{h, w, c});
+}
+
 /// Owns a TurboJPEG handle.
 class TjHandle {
  public:

@@ -46,6 +46,7 @@ namespace detail {
 /// the image, where every value is `fill`. One pass over the output.
 inline Tensor copy_window(const ImageView& in, const CropWindow& window, std::uint8_t fill) {
   Tensor out = new_image(window.height, window.width, in.channels);
+  if (out.nbytes() == 0) return out;  // an empty image padded by nothing
   const std::int64_t c = in.channels, row_bytes = window.width * c;
   // The columns of the window inside the image: [x0, x1) of the output.
   const std::int64_t x0 = std::clamp<std::int64_t>(-window.x, 0, window.width);

@@ -22,9 +22,8 @@ namespace detail {
 template <int C>
 void reverse_pixels(const std::uint8_t* __restrict src, std::int64_t width,
                     std::uint8_t* __restrict dst) noexcept {
-  const std::uint8_t* s = src + (width - 1) * C;
-  for (std::int64_t x = 0; x < width; ++x, s -= C, dst += C) {
-    for (int c = 0; c < C; ++c) dst[c] = s[c];
+  for (std::int64_t x = 0; x < width; ++x) {
+    for (int c = 0; c < C; ++c) dst[x * C + c] = src[(width - 1 - x) * C + c];
   }
 }
 
@@ -55,6 +54,7 @@ inline Tensor flip_left_right(const Tensor& image) {
 inline Tensor flip_up_down(const Tensor& image) {
   const detail::ImageView in = detail::transform_view(image, "flip_up_down");
   Tensor out = detail::new_image(in.height, in.width, in.channels);
+  if (out.nbytes() == 0) return out;  // no pointers to pass to memcpy
   const std::int64_t row_bytes = in.width * in.channels;
   for (std::int64_t y = 0; y < in.height; ++y) {
     std::memcpy(out.data<std::uint8_t>() + y * row_bytes,

@@ -112,7 +112,8 @@ void normalize_any(const ImageView& in, Layout layout, const float* scale, const
 /// the mean and std are in [0, 1] units, e.g. ImageNet's {0.485, 0.456,
 /// 0.406} and {0.229, 0.224, 0.225}. Computed as x * scale[c] + bias[c] in
 /// float32, scale = 1 / (255 std) and bias = -mean / std rounded from double
-/// (within 2 ulp of torchvision's float32 steps), then rounded to nearest even
+/// (within 4e-7, relative to max(1, |result|), of the exact formula on the
+/// ImageNet constants, every uint8 value), then rounded to nearest even
 /// for float16 and bfloat16. `.layout` chw gives [C, H, W], hwc [H, W, C].
 /// Throws InvalidArgument for a tensor that is not such an image, mean or std
 /// of another length than C, a std of 0 or any value not finite, or another
