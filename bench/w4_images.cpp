@@ -173,20 +173,13 @@ void decode_one_thread(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// W4 with `Transform` (DecodeAugment, or RandomResizedCrop for W4-RRC).
+template <class Transform>
 void w4_pipeline(benchmark::State& state) {
-  run_epochs(state,
-             records()
-                 .random_map(DecodeAugment{}, {.seed = seed, .parallelism = ingest::autotune})
-                 .batch(batch_size)
-                 .prefetch(ingest::autotune));
-}
-
-void w4_rrc_pipeline(benchmark::State& state) {
-  run_epochs(state,
-             records()
-                 .random_map(RandomResizedCrop{}, {.seed = seed, .parallelism = ingest::autotune})
-                 .batch(batch_size)
-                 .prefetch(ingest::autotune));
+  run_epochs(state, records()
+                        .random_map(Transform{}, {.seed = seed, .parallelism = ingest::autotune})
+                        .batch(batch_size)
+                        .prefetch(ingest::autotune));
 }
 
 // Two epochs over a cache of decoded images: each epoch's rate as a counter.
@@ -249,8 +242,9 @@ void register_benchmarks(const Config& config) {
   };
   const double cores = std::max(1u, std::thread::hardware_concurrency());
   benchmark::RegisterBenchmark("W4/decode_one_thread", decode_one_thread);
-  ms(benchmark::RegisterBenchmark("W4/pipeline", w4_pipeline)->UseRealTime());
-  ms(benchmark::RegisterBenchmark("W4_RRC/pipeline", w4_rrc_pipeline)->UseRealTime());
+  ms(benchmark::RegisterBenchmark("W4/pipeline", w4_pipeline<DecodeAugment>)->UseRealTime());
+  ms(benchmark::RegisterBenchmark("W4_RRC/pipeline", w4_pipeline<RandomResizedCrop>)
+         ->UseRealTime());
   ms(benchmark::RegisterBenchmark("W5/memory_cache", w5_memory_cache)->UseRealTime());
   ms(benchmark::RegisterBenchmark("W5/file_cache", w5_file_cache)->UseRealTime());
   set_reference("W4/pipeline", "W4/decode_one_thread", cores, "x decode limit");
