@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -50,6 +52,32 @@ TEST_CASE("random_map seeds each element from (seed, epoch, position)",
   std::set<std::int64_t> draws;
   for (std::int64_t v : out) draws.insert(v % 1'000'000);
   CHECK(draws.size() > 90);
+}
+
+TEST_CASE("random_map(f, seed) calls f on the consumer's thread, with the same results",
+          "[stages][random_map]") {
+  const auto consumer = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  auto f = [&](std::int64_t x, Rng& rng) {
+    if (std::this_thread::get_id() != consumer) elsewhere.fetch_add(1);
+    return Draw{}(x, rng);
+  };
+  const auto sync = range(200).random_map(f, 13);
+  STATIC_REQUIRE(
+      std::is_same_v<std::decay_t<decltype(sync)>,
+                     MapDataset<RandomSeedDataset<RangeDataset>, detail::SeededCall<decltype(f)>>>);
+  const V out = collect(sync);
+  CHECK(elsewhere.load() == 0);
+  CHECK(out == collect(range(200).random_map(Draw{}, {.seed = 13, .parallelism = 2})));
+  // Epochs of a repeat differ as the parallel form's do.
+  CHECK(collect(sync.repeat(2)) ==
+        collect(range(200).random_map(Draw{}, {.seed = 13, .parallelism = 2}).repeat(2)));
+  // Without a seed: one drawn per dataset.
+  const auto drawn = range(64).random_map(Draw{});
+  CHECK(collect(drawn) == collect(drawn));
+  CHECK(collect(range(64).random_map(Draw{})) != collect(drawn));
+  // A batch after it does not fuse (nothing runs on the pool).
+  STATIC_REQUIRE(!is_map_and_batch<std::decay_t<decltype(sync.batch(8))>>::value);
 }
 
 TEST_CASE("random_map gives the same results for every parallelism",

@@ -189,16 +189,30 @@ class DatasetBase {
     return ParallelMapDataset<Derived, F>(self(), std::move(f), options);
   }
 
-  /// Applies `f(element, rng)` with an ingest::Rng seeded from (options.seed,
-  /// the epoch, the element's position in this stage's input): the results
-  /// are the same for every parallelism and thread timing, for every
-  /// iterator of the dataset, and differ between the epochs of an enclosing
-  /// repeat (tf: map with tf.random.stateless_* ops). It is a parallel map
-  /// (options.parallelism calls in flight, f callable as const) over the
-  /// elements paired with their seeds, so .batch() after it fuses. See
-  /// stages/random_map.hpp.
+  /// Applies `f(element, rng)` with an ingest::Rng seeded from (`seed`, the
+  /// epoch, the element's position in this stage's input), on the consumer's
+  /// thread (as map(f)): the results are the same for every iterator of the
+  /// dataset, and differ between the epochs of an enclosing repeat (tf: map
+  /// with tf.random.stateless_* ops). Without a seed, one is drawn when the
+  /// dataset is built. See stages/random_map.hpp.
   template <class F>
-  auto random_map(F f, RandomMapOptions options = {}) const {
+  auto random_map(F f, std::optional<std::uint64_t> seed = std::nullopt) const {
+    static_assert(std::is_invocable_v<const F&, T&&, Rng&>,
+                  "random_map: the function cannot be called as f(element, ingest::Rng&) with "
+                  "this dataset's element type (it must be callable as const: no mutable "
+                  "lambdas)");
+    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&, Rng&>>,
+                  "random_map: the function must return the new element (it returns void)");
+    return MapDataset<RandomSeedDataset<Derived>, detail::SeededCall<F>>(
+        RandomSeedDataset<Derived>(self(), seed), detail::SeededCall<F>{std::move(f)});
+  }
+
+  /// random_map(f, seed) on the runtime's pool, `options.parallelism` calls
+  /// in flight (tf: map with num_parallel_calls): the same results for every
+  /// parallelism and thread timing. It is a parallel map (f callable as const)
+  /// over the elements paired with their seeds, so .batch() after it fuses.
+  template <class F>
+  auto random_map(F f, RandomMapOptions options) const {
     static_assert(std::is_invocable_v<const F&, T&&, Rng&>,
                   "random_map: the function cannot be called as f(element, ingest::Rng&) with "
                   "this dataset's element type (it must be callable as const: no mutable "

@@ -33,6 +33,22 @@
 
 #include "ingest/core/clock.hpp"
 
+namespace ingest {
+
+/// A trace event (Chrome trace-event format): a span of a stage's call, a
+/// pool worker's chunk of a stage's work ("<stage> (work)"), the consumer's
+/// own time between two calls ("consumer"), or an autotuner knob change.
+struct TraceEvent {
+  std::string name;      // the stage's name, as stats() shows it
+  char phase;            // 'X' span, 'C' counter
+  std::int64_t ts_ns;    // start (now_ns(); PipelineIterator::trace_events() makes it relative)
+  std::int64_t dur_ns;   // spans
+  std::uint64_t thread;  // a small id per thread
+  std::string args;      // JSON object body for counters, e.g. "\"map\": 4"
+};
+
+}  // namespace ingest
+
 namespace ingest::detail {
 
 /// Probability that an M/M/1/n queue is empty, consumer time x, producer time y.
@@ -298,16 +314,6 @@ class InterleaveNode : public StageNode {
 
  private:
   static bool parallel(std::int64_t p) noexcept { return p > 1; }
-};
-
-/// A trace event (Chrome trace-event format).
-struct TraceEvent {
-  std::string name;
-  char phase;            // 'X' span, 'C' counter
-  std::int64_t ts_ns;    // start
-  std::int64_t dur_ns;   // spans
-  std::uint64_t thread;  // a small id per thread
-  std::string args;      // JSON object body for counters, e.g. "\"map\": 4"
 };
 
 /// The nodes of one running pipeline, plus its pipeline-wide settings.

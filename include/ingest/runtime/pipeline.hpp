@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ingest/core/context.hpp"
 #include "ingest/core/dataset.hpp"
@@ -75,10 +76,21 @@ class PipelineIterator {
   /// Writes the trace recorded so far (see PipelineOptions::trace_path).
   void write_trace(const std::string& path) const { detail::write_chrome_trace(*model_, path); }
 
+  /// The trace events recorded so far (with PipelineOptions::trace_path set),
+  /// in the order they were recorded, their times in ns from the iterator's
+  /// creation: what write_trace writes, for programs that draw their own.
+  std::vector<TraceEvent> trace_events() const {
+    if (!model_) return {};
+    std::vector<TraceEvent> events = model_->trace_events();
+    for (TraceEvent& e : events) e.ts_ns -= model_->start_ns();
+    return events;
+  }
+
  private:
   void start() {
     started_ = true;
     tracing_ = model_->tracing();
+    if (tracing_) countdown_ = 2;  // this call notes its end, the next measures the gap
     bool tunable = false;
     model_->for_each(
         [&](detail::StageNode& n) { tunable |= n.parallelism.tunable() || n.buffer.tunable(); });
@@ -91,8 +103,9 @@ class PipelineIterator {
     }
   }
 
-  // Once every 16 calls: the consumer's own time between two calls (the
-  // end of one is noted, the start of the next measures the gap).
+  // Once every 16 calls (every call when traced): the consumer's own time
+  // between two calls (the end of one is noted, the start of the next
+  // measures the gap).
   [[gnu::noinline]] std::optional<value_type> measured_next() {
     if (countdown_ == 1) {
       std::optional<value_type> x = it_.next();
@@ -106,7 +119,14 @@ class PipelineIterator {
       const std::int64_t now = detail::now_ns();
       model_->trace({"consumer", 'X', now - gap, gap, detail::thread_number(), {}});
     }
-    countdown_ = tracing_ ? 2 : 16;
+    if (tracing_) {
+      // Traced, every gap is measured: this call's end starts the next one.
+      std::optional<value_type> x = it_.next();
+      last_end_ = detail::ticks();
+      countdown_ = 1;
+      return x;
+    }
+    countdown_ = 16;
     return it_.next();
   }
 
