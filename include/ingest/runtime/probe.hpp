@@ -179,10 +179,7 @@ class Probe {
     // Traced, every call longer than 2 us is measured (and so traced): the
     // trace shows each visible span, at a cost under 10% of such a call.
     if (!every_call_) {
-      period_ = took > 2'000 && model_->tracing() ? 1
-                : took > 20'000                   ? 2
-                : took > 2'000                    ? 8
-                                                  : 64;
+      period_ = took > 2'000 && model_->tracing() ? 1 : took > 20'000 ? 2 : took > 2'000 ? 8 : 64;
     }
     countdown_ = weight_ = period_;
     elements_ += static_cast<std::int64_t>(produced);

@@ -7,14 +7,15 @@
 // seeded per element. Without a seed, the dataset draws one when it is built.
 //
 // It is not an engine of its own: ds.random_map(f, seed) is
-// ds -> RandomSeedDataset (pairs each element with its seed, on the consumer's
-// thread) -> MapDataset with SeededCall<F> (builds the Rng and calls f, on the
-// consumer's thread, as map(f)); ds.random_map(f, {.seed, .parallelism}) puts
-// a ParallelMapDataset there instead (f on the pool). So threads, errors and cancellation are the parallel map's,
-// a following .batch() fuses into map-and-batch, and a following .shuffle()
-// moves the map after it while the seeds stay attached to their elements.
-// An error from the input or from f surfaces at its element's position (the
-// error context says stage 'map').
+// ds -> RandomSeedDataset (pairs each element with its seed, on the
+// consumer's thread) -> MapDataset with SeededCall<F> (builds the Rng and
+// calls f, on the consumer's thread, as map(f)); ds.random_map(f, {.seed,
+// .parallelism}) puts a ParallelMapDataset there instead (f on the pool). So
+// threads, errors and cancellation are the parallel map's, a following
+// .batch() fuses into map-and-batch, and a following .shuffle() moves the map
+// after it while the seeds stay attached to their elements. An error from
+// the input or from f surfaces at its element's position (the error context
+// says stage 'map').
 #pragma once
 
 #include <cstdint>
