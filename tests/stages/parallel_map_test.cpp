@@ -285,3 +285,31 @@ TEST_CASE("an element's position counts the failed elements before it, on every 
   // Through the bulk fill of a sequential map.
   CHECK(error_positions(upstream.map(f).batch(8)) == expected);
 }
+
+TEST_CASE("a parallel map's name names its node in stats, also fused with a batch",
+          "[stages][parallel_map]") {
+  auto names = [](const PipelineStats& s) {
+    std::vector<std::string> out;
+    for (const StageStats& st : s.stages) out.push_back(st.name);
+    return out;
+  };
+  auto twice = [](std::int64_t x) { return 2 * x; };
+  auto it = range(100)
+                .map(twice, {.parallelism = 2, .name = "decode"})
+                .map(twice, {.parallelism = 2})
+                .iterator();
+  while (it.next()) {
+  }
+  CHECK(names(it.stats()) == std::vector<std::string>{"parallel_map", "decode", "range"});
+  auto fused = range(100).map(twice, {.parallelism = 2, .name = "augment"}).batch(10).iterator();
+  while (fused.next()) {
+  }
+  CHECK(names(fused.stats()) == std::vector<std::string>{"augment + batch", "range"});
+  auto seeded = range(10)
+                    .random_map([](std::int64_t x, Rng&) { return x; },
+                                {.seed = 1, .parallelism = 2, .name = "crop"})
+                    .iterator();
+  while (seeded.next()) {
+  }
+  CHECK(names(seeded.stats()).front() == "crop");
+}

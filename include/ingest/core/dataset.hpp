@@ -222,7 +222,9 @@ class DatasetBase {
     detail::check_knob_option("random_map", "parallelism", options.parallelism);
     return ParallelMapDataset<RandomSeedDataset<Derived>, detail::SeededCall<F>>(
         RandomSeedDataset<Derived>(self(), options.seed), detail::SeededCall<F>{std::move(f)},
-        MapOptions{.parallelism = options.parallelism, .deterministic = options.deterministic});
+        MapOptions{.parallelism = options.parallelism,
+                   .deterministic = options.deterministic,
+                   .name = std::move(options.name)});
   }
 
   /// Keeps the elements for which `pred(const T&)` is true (tf: filter).

@@ -45,6 +45,9 @@ struct MapOptions {
   /// Keep the input's order (default: the pipeline's setting, which defaults
   /// to true). Non-deterministic order returns whichever results are ready.
   std::optional<bool> deterministic{};
+  /// The stage's name in stats() and the trace (tf: map's `name`); empty:
+  /// "parallel_map", or "<name> + batch" where a batch() after it fuses.
+  std::string name{};
 };
 
 /// Options of random_map.
@@ -57,6 +60,8 @@ struct RandomMapOptions {
   std::int64_t parallelism = 1;
   /// As MapOptions::deterministic (the order of the results, not their values).
   std::optional<bool> deterministic{};
+  /// As MapOptions::name.
+  std::string name{};
 };
 
 /// Options of interleave.

@@ -66,6 +66,17 @@ constexpr std::string_view stage_name_of() {
   }
 }
 
+/// The name of `d`'s node in stats and the trace: its node_name() where it
+/// has one that is not empty (a name the user gave), else its stage_name.
+template <class D>
+std::string node_name_of(const D& d) {
+  if constexpr (requires { d.node_name(); }) {
+    std::string name(d.node_name());
+    if (!name.empty()) return name;
+  }
+  return std::string(stage_name_of<D>());
+}
+
 /// The model node type of dataset D (its `model_node`, or StageNode: the
 /// synchronous model) and its traits (`batches`, `hidden`); see model.hpp.
 template <class D>
@@ -221,7 +232,7 @@ Probe<iterator_t<D>> child_iterator(const D& input, const IteratorContext& ctx,
                                     std::string_view suffix = {}) {
   if (!ctx.model) return Probe<iterator_t<D>>(input.make_iterator(ctx), nullptr, nullptr);
   StageNode* node = ctx.model->template node<typename model_node_of<D>::type>(
-      ctx.node, std::string(stage_name_of<D>()) + std::string(suffix), node_traits_of<D>());
+      ctx.node, node_name_of(input) + std::string(suffix), node_traits_of<D>());
   IteratorContext inner = ctx;
   inner.node = node;
   auto it = input.make_iterator(inner);

@@ -476,6 +476,10 @@ class MapAndBatchDataset
                                        batch_options_.drop_remainder);
   }
 
+  std::string node_name() const {
+    return map_options_.name.empty() ? std::string() : map_options_.name + " + batch";
+  }
+
  private:
   F f_;
   MapOptions map_options_;

@@ -294,6 +294,7 @@ class ParallelMapDataset
 
   const F& function() const noexcept { return f_; }
   const MapOptions& options() const noexcept { return options_; }
+  std::string_view node_name() const noexcept { return options_.name; }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }
 
