@@ -177,3 +177,131 @@ TEST_CASE("normalize rejects bad input, naming itself", "[image][normalize][erro
       normalize(Tensor::zeros(DType::float32, Shape{2, 2, 3}), {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}),
       Catch::Contains("normalize: expected a host uint8 image"));
 }
+
+namespace {
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::equal(static_cast<const std::byte*>(a.raw_data()),
+                    static_cast<const std::byte*>(a.raw_data()) + a.nbytes(),
+                    static_cast<const std::byte*>(b.raw_data()));
+}
+
+// A tensor whose every byte is 0xA5: a pattern no normalize output leaves behind.
+Tensor filled(DType dtype, Shape shape) {
+  Tensor t(dtype, shape);
+  std::fill_n(static_cast<std::byte*>(t.raw_data()), t.nbytes(), std::byte{0xA5});
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("normalize_into writes normalize's values bit for bit, each dtype and layout",
+          "[image][normalize]") {
+  for (std::int64_t c : {1, 3, 4}) {
+    const Tensor img = all_values(c);
+    const std::span<const float> mean(imagenet_mean, static_cast<std::size_t>(c));
+    const std::span<const float> std(imagenet_std, static_cast<std::size_t>(c));
+    for (Layout layout : {Layout::chw, Layout::hwc}) {
+      for (DType dtype : {DType::float32, DType::float16, DType::bfloat16}) {
+        INFO(c << " channels, " << (layout == Layout::chw ? "chw" : "hwc") << ", "
+               << dtype_name(dtype));
+        const Tensor expected = normalize(img, mean, std, {.layout = layout, .dtype = dtype});
+        Tensor out = filled(dtype, expected.shape());
+        normalize_into(img, mean, std, out, layout);  // an lvalue
+        CHECK(same_bytes(out, expected));
+        Tensor again = filled(dtype, expected.shape());
+        normalize_into(img, mean, std, Tensor(again), layout);  // a temporary sharing storage
+        CHECK(same_bytes(again, expected));
+      }
+    }
+  }
+  // The braced-list overloads, lvalue and temporary; chw by default.
+  const Tensor img = all_values(3);
+  const Tensor expected = normalize(img, {0.5f, 0.4f, 0.3f}, {0.2f, 0.25f, 0.3f});
+  Tensor out = filled(DType::float32, Shape{3, 16, 16});
+  normalize_into(img, {0.5f, 0.4f, 0.3f}, {0.2f, 0.25f, 0.3f}, out);
+  CHECK(same_bytes(out, expected));
+  Tensor batch = filled(DType::float32, Shape{1, 3, 16, 16});
+  normalize_into(img, {0.5f, 0.4f, 0.3f}, {0.2f, 0.25f, 0.3f}, batch.slice(0));
+  CHECK(same_bytes(batch.slice(0), expected));
+}
+
+TEST_CASE("normalize_into fills slices of a batch in place, leaving the others untouched",
+          "[image][normalize]") {
+  const float mean[] = {0.485f, 0.456f, 0.406f}, std[] = {0.229f, 0.224f, 0.225f};
+  for (Layout layout : {Layout::chw, Layout::hwc}) {
+    for (DType dtype : {DType::float32, DType::float16, DType::bfloat16}) {
+      INFO((layout == Layout::chw ? "chw" : "hwc") << ", " << dtype_name(dtype));
+      const Shape one = layout == Layout::chw ? Shape{3, 5, 7} : Shape{5, 7, 3};
+      Tensor batch = filled(dtype, Shape{4, one[0], one[1], one[2]});
+      const Tensor untouched = filled(dtype, one);
+      Tensor images[4];
+      for (std::int64_t i : {1, 3}) {
+        images[i] = Tensor(DType::uint8, Shape{5, 7, 3});
+        for (std::int64_t k = 0; k < 5 * 7 * 3; ++k) {
+          images[i].data<std::uint8_t>()[k] = static_cast<std::uint8_t>(k * 7 + i * 50);
+        }
+        normalize_into(images[i], mean, std, batch.slice(i), layout);
+      }
+      for (std::int64_t i : {1, 3}) {
+        CHECK(same_bytes(batch.slice(i),
+                         normalize(images[i], mean, std, {.layout = layout, .dtype = dtype})));
+      }
+      CHECK(same_bytes(batch.slice(0), untouched));
+      CHECK(same_bytes(batch.slice(2), untouched));
+    }
+  }
+}
+
+TEST_CASE("normalize_into rejects bad input and outputs, naming itself, out untouched",
+          "[image][normalize][errors]") {
+  const Tensor img = all_values(3);  // [16, 16, 3]
+  const Tensor pristine = filled(DType::float32, Shape{3, 16, 16});
+  Tensor out = filled(DType::float32, Shape{3, 16, 16});
+  CHECK_THROWS_WITH(
+      normalize_into(img, {0.5f, 0.5f}, {1.0f, 1.0f, 1.0f}, out),
+      Catch::Contains("normalize_into: mean and std need one value per channel (3), got 2 and 3"));
+  CHECK_THROWS_WITH(normalize_into(img, {0.5f, 0.5f, 0.5f}, {1.0f, 0.0f, 1.0f}, out),
+                    Catch::Contains("normalize_into: mean and std must be finite and std not 0"));
+  CHECK_THROWS_WITH(normalize_into(Tensor::zeros(DType::float32, Shape{16, 16, 3}), {0.f, 0.f, 0.f},
+                                   {1.f, 1.f, 1.f}, out),
+                    Catch::Contains("normalize_into: expected a host uint8 image"));
+  CHECK_THROWS_WITH(normalize_into(Tensor::zeros(DType::uint8, Shape{16, 16, 2}), {0.f, 0.f},
+                                   {1.f, 1.f}, Tensor::zeros(DType::float32, Shape{2, 16, 16})),
+                    Catch::Contains("normalize_into: expected 1, 3 or 4 channels, got 2"));
+  // The output's dtype.
+  for (DType dtype : {DType::uint8, DType::float64, DType::int32}) {
+    CHECK_THROWS_WITH(
+        normalize_into(img, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}, Tensor(dtype, Shape{3, 16, 16})),
+        Catch::Contains("normalize_into: out must be a host float32, float16 or bfloat16 tensor, "
+                        "got " +
+                        std::string(dtype_name(dtype)) + "[3, 16, 16]"));
+  }
+  CHECK_THROWS_WITH(normalize_into(img, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}, Tensor()),
+                    Catch::Contains("(undefined)"));
+  // The output's shape: the other layout's, a wrong size, a batch instead of a slice.
+  CHECK_THROWS_WITH(
+      normalize_into(img, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}, out, Layout::hwc),
+      Catch::Contains("normalize_into: out has shape [3, 16, 16], but the image [16, 16, 3] "
+                      "needs [16, 16, 3] (hwc)"));
+  CHECK_THROWS_WITH(
+      normalize_into(img, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f},
+                     Tensor(DType::float16, Shape{3, 16, 15})),
+      Catch::Contains("out has shape [3, 16, 15], but the image [16, 16, 3] needs [3, 16, 16] "
+                      "(chw)"));
+  CHECK_THROWS_AS(normalize_into(img, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f},
+                                 Tensor(DType::float32, Shape{1, 3, 16, 16})),
+                  InvalidArgument);
+  CHECK(same_bytes(out, pristine));
+  // An output sharing bytes with the image (both views of one buffer).
+  std::vector<float> buffer(3 * 16 * 16 * 2);
+  const Tensor inside = Tensor::from_external(buffer.data(), DType::uint8, Shape{16, 16, 3}, [] {});
+  const Tensor over =
+      Tensor::from_external(buffer.data() + 100, DType::float32, Shape{3, 16, 16}, [] {});
+  CHECK_THROWS_WITH(normalize_into(inside, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}, Tensor(over)),
+                    Catch::Contains("normalize_into: out shares memory with the image"));
+  const Tensor apart =
+      Tensor::from_external(buffer.data() + 3 * 16 * 16, DType::float32, Shape{3, 16, 16}, [] {});
+  CHECK_NOTHROW(normalize_into(inside, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}, Tensor(apart)));
+}

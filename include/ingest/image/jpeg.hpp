@@ -5,65 +5,29 @@
 #pragma once
 
 #include <algorithm>
-#include <csetjmp>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>  // jpeglib.h needs FILE
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <jpeglib.h>
-
 #include "ingest/core/errors.hpp"
 #include "ingest/core/tensor.hpp"
+#include "ingest/image/libjpeg.hpp"
 #include "ingest/image/types.hpp"
-
-#if !defined(LIBJPEG_TURBO_VERSION_NUMBER) || LIBJPEG_TURBO_VERSION_NUMBER < 2000000
-#error "ingest/image needs libjpeg-turbo >= 2.0 (jpeg_crop_scanline, jpeg_skip_scanlines)"
-#endif
 
 namespace ingest::image {
 namespace detail {
-
-// libjpeg reports errors by calling error_exit, which must not return. It
-// longjmps back to jpeg_try: no C++ exception ever crosses libjpeg's C
-// frames, and the code between setjmp and longjmp holds only trivially
-// destructible objects, so the jump skips no destructor.
-struct JpegErrorManager {
-  jpeg_error_mgr pub;  // first: libjpeg hands callbacks a pointer to it
-  std::jmp_buf jump;
-  OnWarning on_warning = OnWarning::error;
-  char message[JMSG_LENGTH_MAX] = {};
-};
 
 // Progressive files are decoded scan by scan; a hostile one with thousands
 // of tiny scans takes minutes. libjpeg-turbo's own fuzzers stop at 500.
 inline constexpr int jpeg_max_scans = 500;
 
 struct JpegProgress {
-  jpeg_progress_mgr pub;  // first, as above
+  jpeg_progress_mgr pub;  // first: libjpeg hands callbacks a pointer to it
 };
-
-[[noreturn]] inline void jpeg_error_exit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-// Level -1 is a warning (corrupt data libjpeg can still decode); the others
-// are trace messages, never printed.
-inline void jpeg_emit_message(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;
-  auto* err = reinterpret_cast<JpegErrorManager*>(cinfo->err);
-  if (err->pub.num_warnings++ == 0 || err->on_warning == OnWarning::error) {
-    (*cinfo->err->format_message)(cinfo, err->message);
-  }
-  if (err->on_warning == OnWarning::error) std::longjmp(err->jump, 1);
-}
-
-inline void jpeg_output_message(j_common_ptr) {}
 
 inline void jpeg_progress(j_common_ptr cinfo) {
   if (!cinfo->is_decompressor) return;
@@ -72,17 +36,6 @@ inline void jpeg_progress(j_common_ptr cinfo) {
     std::snprintf(err->message, sizeof err->message, "more than %d scans", jpeg_max_scans);
     std::longjmp(err->jump, 1);
   }
-}
-
-/// Runs `f` (calls into libjpeg) with the jump buffer armed; false if libjpeg
-/// failed (the message is in err.message). `f` must not throw and must hold
-/// only trivially destructible locals. Never inlined: setjmp's frame must
-/// stay the same while `f` runs.
-template <class F>
-[[gnu::noinline]] bool jpeg_try(JpegErrorManager& err, F&& f) noexcept {
-  if (setjmp(err.jump) != 0) return false;
-  f();
-  return true;
 }
 
 /// CMYK (as libjpeg outputs it: inverted when an Adobe marker says so, as
@@ -120,10 +73,7 @@ class JpegDecoder {
   JpegDecoder(ByteView bytes, const DecodeOptions& options, std::string_view op)
       : bytes_(bytes), options_(options), op_(op) {
     err_.on_warning = options.on_warning;
-    handle_.cinfo.err = jpeg_std_error(&err_.pub);
-    err_.pub.error_exit = jpeg_error_exit;
-    err_.pub.emit_message = jpeg_emit_message;
-    err_.pub.output_message = jpeg_output_message;
+    handle_.cinfo.err = jpeg_errors(err_);
     progress_.pub.progress_monitor = jpeg_progress;
     jpeg_decompress_struct* cinfo = &handle_.cinfo;
     const unsigned char* data = bytes.data();

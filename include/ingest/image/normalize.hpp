@@ -1,8 +1,9 @@
 // normalize: uint8 [H, W, C] images (C = 1, 3 or 4) to floating point,
 // (x / 255 - mean[c]) / std[c] as torchvision's ToTensor + Normalize, fused
 // with the change to [C, H, W] (or not) and the conversion to float32,
-// float16 or bfloat16: one pass into a new tensor from the pooled allocator.
-// Thread-safe.
+// float16 or bfloat16: one pass into a new tensor from the pooled allocator
+// (normalize), or into one the caller gives, such as a slice of a batch
+// (normalize_into). Thread-safe.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ingest/core/dtype.hpp"
 #include "ingest/core/errors.hpp"
@@ -105,6 +107,67 @@ void normalize_any(const ImageView& in, Layout layout, const float* scale, const
   }
 }
 
+inline bool normalize_dtype(DType dtype) noexcept {
+  return dtype == DType::float32 || dtype == DType::float16 || dtype == DType::bfloat16;
+}
+
+inline Shape normalize_shape(const ImageView& in, Layout layout) {
+  return layout == Layout::chw ? Shape{in.channels, in.height, in.width}
+                               : Shape{in.height, in.width, in.channels};
+}
+
+/// normalize_into's checks and the arithmetic, once for both entry points;
+/// `op` names the caller in errors.
+inline void normalize_into(const Tensor& image, std::span<const float> mean,
+                           std::span<const float> std, Tensor& out, Layout layout,
+                           std::string_view op) {
+  const ImageView in = transform_view(image, op);
+  const auto channels = static_cast<std::size_t>(in.channels);
+  if (mean.size() != channels || std.size() != channels) {
+    throw InvalidArgument(std::string(op) + ": mean and std need one value per channel (" +
+                          std::to_string(channels) + "), got " + std::to_string(mean.size()) +
+                          " and " + std::to_string(std.size()));
+  }
+  float scale[4], bias[4];
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (!std::isfinite(mean[c]) || !std::isfinite(std[c]) || std[c] == 0.0f) {
+      throw InvalidArgument(std::string(op) +
+                            ": mean and std must be finite and std not 0, got mean " +
+                            std::to_string(mean[c]) + ", std " + std::to_string(std[c]) +
+                            " for channel " + std::to_string(c));
+    }
+    scale[c] = static_cast<float>(1.0 / (255.0 * static_cast<double>(std[c])));
+    bias[c] = static_cast<float>(-static_cast<double>(mean[c]) / static_cast<double>(std[c]));
+  }
+  if (!out.defined() || out.memory_kind() == MemoryKind::device || !normalize_dtype(out.dtype())) {
+    throw InvalidArgument(std::string(op) +
+                          ": out must be a host float32, float16 or bfloat16 tensor, got " +
+                          std::string(dtype_name(out.dtype())) + out.shape().to_string() +
+                          (out.defined() ? "" : " (undefined)"));
+  }
+  const Shape shape = normalize_shape(in, layout);
+  if (!(out.shape() == shape)) {
+    throw InvalidArgument(std::string(op) + ": out has shape " + out.shape().to_string() +
+                          ", but the image " + image.shape().to_string() + " needs " +
+                          shape.to_string() + (layout == Layout::chw ? " (chw)" : " (hwc)"));
+  }
+  // The loops read and write through __restrict pointers: no shared bytes.
+  const auto in_begin = reinterpret_cast<std::uintptr_t>(in.data);
+  const auto out_begin = reinterpret_cast<std::uintptr_t>(out.raw_data());
+  if (image.nbytes() > 0 && out.nbytes() > 0 && in_begin < out_begin + out.nbytes() &&
+      out_begin < in_begin + image.nbytes()) {
+    throw InvalidArgument(std::string(op) + ": out shares memory with the image");
+  }
+  void* dst = out.raw_data();
+  if (out.dtype() == DType::float32) {
+    normalize_any<StoreFloat32>(in, layout, scale, bias, dst);
+  } else if (out.dtype() == DType::float16) {
+    normalize_any<StoreFloat16>(in, layout, scale, bias, dst);
+  } else {
+    normalize_any<StoreBfloat16>(in, layout, scale, bias, dst);
+  }
+}
+
 }  // namespace detail
 
 /// `image` (uint8 [H, W, C]) as `.dtype` values (x / 255 - mean[c]) / std[c],
@@ -121,38 +184,12 @@ void normalize_any(const ImageView& in, Layout layout, const float* scale, const
 inline Tensor normalize(const Tensor& image, std::span<const float> mean,
                         std::span<const float> std, const NormalizeOptions& options = {}) {
   const detail::ImageView in = detail::transform_view(image, "normalize");
-  const auto channels = static_cast<std::size_t>(in.channels);
-  if (mean.size() != channels || std.size() != channels) {
-    throw InvalidArgument("normalize: mean and std need one value per channel (" +
-                          std::to_string(channels) + "), got " + std::to_string(mean.size()) +
-                          " and " + std::to_string(std.size()));
-  }
-  float scale[4], bias[4];
-  for (std::size_t c = 0; c < channels; ++c) {
-    if (!std::isfinite(mean[c]) || !std::isfinite(std[c]) || std[c] == 0.0f) {
-      throw InvalidArgument("normalize: mean and std must be finite and std not 0, got mean " +
-                            std::to_string(mean[c]) + ", std " + std::to_string(std[c]) +
-                            " for channel " + std::to_string(c));
-    }
-    scale[c] = static_cast<float>(1.0 / (255.0 * static_cast<double>(std[c])));
-    bias[c] = static_cast<float>(-static_cast<double>(mean[c]) / static_cast<double>(std[c]));
-  }
-  const Shape shape = options.layout == Layout::chw ? Shape{in.channels, in.height, in.width}
-                                                    : Shape{in.height, in.width, in.channels};
-  if (options.dtype != DType::float32 && options.dtype != DType::float16 &&
-      options.dtype != DType::bfloat16) {
+  if (!detail::normalize_dtype(options.dtype)) {
     throw InvalidArgument("normalize: dtype must be float32, float16 or bfloat16, got " +
                           std::string(dtype_name(options.dtype)));
   }
-  Tensor out(options.dtype, shape);
-  void* dst = out.raw_data();
-  if (options.dtype == DType::float32) {
-    detail::normalize_any<detail::StoreFloat32>(in, options.layout, scale, bias, dst);
-  } else if (options.dtype == DType::float16) {
-    detail::normalize_any<detail::StoreFloat16>(in, options.layout, scale, bias, dst);
-  } else {
-    detail::normalize_any<detail::StoreBfloat16>(in, options.layout, scale, bias, dst);
-  }
+  Tensor out(options.dtype, detail::normalize_shape(in, options.layout));
+  detail::normalize_into(image, mean, std, out, options.layout, "normalize");
   return out;
 }
 
@@ -162,6 +199,44 @@ inline Tensor normalize(const Tensor& image, std::initializer_list<float> mean,
                         std::initializer_list<float> std, const NormalizeOptions& options = {}) {
   return normalize(image, std::span<const float>(mean.begin(), mean.size()),
                    std::span<const float>(std.begin(), std.size()), options);
+}
+
+/// normalize, written into `out` instead of a new tensor: out's dtype
+/// (float32, float16 or bfloat16) is the output's, and its shape must be
+/// the image's in `layout`, [C, H, W] or [H, W, C]. The values are
+/// normalize's, bit for bit. Meant for filling a batch in place:
+/// normalize_into(crop, mean, std, batch.slice(i)) writes the i-th image of a
+/// float32 [N, 3, H, W] batch (a slice is a view of the batch's storage).
+/// Throws InvalidArgument as normalize, and for an `out` of another dtype or
+/// shape (naming both shapes), on the device, or sharing bytes with the image;
+/// on a throw, `out` is untouched.
+inline void normalize_into(const Tensor& image, std::span<const float> mean,
+                           std::span<const float> std, Tensor& out, Layout layout = Layout::chw) {
+  detail::normalize_into(image, mean, std, out, layout, "normalize_into");
+}
+
+/// normalize_into for a temporary view, such as batch.slice(i).
+inline void normalize_into(const Tensor& image, std::span<const float> mean,
+                           std::span<const float> std, Tensor&& out, Layout layout = Layout::chw) {
+  detail::normalize_into(image, mean, std, out, layout, "normalize_into");
+}
+
+/// normalize_into with braced lists.
+inline void normalize_into(const Tensor& image, std::initializer_list<float> mean,
+                           std::initializer_list<float> std, Tensor& out,
+                           Layout layout = Layout::chw) {
+  detail::normalize_into(image, std::span<const float>(mean.begin(), mean.size()),
+                         std::span<const float>(std.begin(), std.size()), out, layout,
+                         "normalize_into");
+}
+
+/// normalize_into with braced lists, for a temporary view.
+inline void normalize_into(const Tensor& image, std::initializer_list<float> mean,
+                           std::initializer_list<float> std, Tensor&& out,
+                           Layout layout = Layout::chw) {
+  detail::normalize_into(image, std::span<const float>(mean.begin(), mean.size()),
+                         std::span<const float>(std.begin(), std.size()), out, layout,
+                         "normalize_into");
 }
 
 }  // namespace ingest::image
