@@ -143,7 +143,7 @@ class WindowIterator {
 template <class Input>
 class WindowDataset : public detail::UnaryStage<WindowDataset<Input>, Input,
                                                 std::vector<typename Input::element_type>> {
-  using element_type = typename Input::element_type;
+  using In = typename Input::element_type;
 
  public:
   static constexpr std::string_view stage_name = "window";
@@ -160,7 +160,7 @@ class WindowDataset : public detail::UnaryStage<WindowDataset<Input>, Input,
     check_positive("shift", shift_);
     check_positive("stride", stride_);
     span_ = detail::window_span(size_, stride_);
-    if (!std::is_copy_constructible_v<element_type> && shift_ < span_) {
+    if (!std::is_copy_constructible_v<In> && shift_ < span_) {
       throw InvalidArgument("window: windows overlap (shift " + std::to_string(shift_) +
                                 " < (size - 1) * stride + 1 = " + std::to_string(span_) +
                                 ") and the element type cannot be copied into each of them",
