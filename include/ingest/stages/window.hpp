@@ -2,8 +2,11 @@
 // i holds input elements i*shift, i*shift + stride, ... (at most `size` of
 // them) as a std::vector<T>; the last windows are shorter unless
 // drop_remainder. tf.data counterpart: WindowDataset, with its exact
-// windows, but a window is a vector here, not a dataset per window (stack
-// one with batch_traits<T>, as batch() does, where a tensor is wanted).
+// windows, but a window is a vector here, not a dataset per window. Where a
+// window should be one tensor, tf's `window(n).flat_map(lambda w:
+// w.batch(n))` is `window(n).flat_map([](auto w) { return
+// from_vector(std::move(w)).batch(n); })`, or stack it in a map with
+// batch_traits<T>::builder, as batch() does.
 // Runs on the iterating thread and holds at most (size - 1) * stride + 1
 // input elements. An element in a window is moved into it when no later
 // window holds it, else copied (overlapping windows need a copyable T). A
