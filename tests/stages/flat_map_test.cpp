@@ -131,3 +131,18 @@ TEST_CASE("flat_map's datasets appear in stats under it", "[stages][flat_map]") 
   CHECK(has("flat_map"));
   CHECK(has("map (each input)"));
 }
+
+TEST_CASE("flat_map unwinds between empty datasets once its consumer is gone",
+          "[stages][flat_map]") {
+  CancellationSource source;
+  IteratorContext ctx;
+  ctx.cancellation = source.token();
+  source.request_stop();
+  int opened = 0;
+  auto ds = range(1000).flat_map([&opened](std::int64_t) {
+    ++opened;
+    return range(0);
+  });
+  CHECK_THROWS_AS(ds.make_iterator(ctx).next(), detail::Cancelled);
+  CHECK(opened == 1);
+}

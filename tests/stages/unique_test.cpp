@@ -87,3 +87,20 @@ TEST_CASE("unique composes with map and take", "[stages][unique]") {
   auto flat = range(4).flat_map([](std::int64_t n) { return range(n); }).unique();
   CHECK(collect(flat) == V{0, 1, 2});
 }
+
+TEST_CASE("unique unwinds between repeated elements once its consumer is gone",
+          "[stages][unique]") {
+  CancellationSource source;
+  IteratorContext ctx;
+  ctx.cancellation = source.token();
+  int pulled = 0;
+  auto ds = range(1000).map([&pulled](std::int64_t) {
+    ++pulled;
+    return std::int64_t{7};
+  });
+  auto it = ds.unique().make_iterator(ctx);
+  CHECK(it.next() == 7);
+  source.request_stop();
+  CHECK_THROWS_AS(it.next(), detail::Cancelled);
+  CHECK(pulled == 2);
+}

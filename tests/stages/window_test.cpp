@@ -254,3 +254,23 @@ TEST_CASE("window composes: then map, then a stacked batch per window", "[stages
   // An infinite input, windows taken from it.
   CHECK(collect(range(3).repeat().window(2).take(3)) == W{{0, 1}, {2, 0}, {1, 2}});
 }
+
+TEST_CASE("window unwinds between input elements once its consumer is gone", "[stages][window]") {
+  CancellationSource source;
+  IteratorContext ctx;
+  ctx.cancellation = source.token();
+  int pulled = 0;
+  auto ds = range(1000).map([&pulled](std::int64_t x) {
+    ++pulled;
+    return x;
+  });
+  // Filling a window, and skipping the elements between two windows.
+  auto filling = ds.window(100).make_iterator(ctx);
+  auto skipping = ds.window(1, {.shift = 100}).make_iterator(ctx);
+  CHECK(skipping.next() == V{0});
+  CHECK(pulled == 1);
+  source.request_stop();
+  CHECK_THROWS_AS(filling.next(), detail::Cancelled);
+  CHECK_THROWS_AS(skipping.next(), detail::Cancelled);
+  CHECK(pulled == 1);
+}
