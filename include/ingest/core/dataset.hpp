@@ -12,6 +12,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -42,6 +43,16 @@ template <class Input, class Pred>
 class FilterDataset;
 template <class Input>
 class TakeDataset;
+template <class Input, class Pred>
+class TakeWhileDataset;
+template <class Input, class S, class F>
+class ScanDataset;
+template <class Input>
+class UniqueDataset;
+template <class Input>
+class WindowDataset;
+template <class Input, class F>
+class FlatMapDataset;
 template <class Input>
 class SkipDataset;
 template <class Input>
@@ -132,6 +143,11 @@ inline std::int64_t batched_cardinality(std::int64_t n, std::int64_t size, bool 
 inline std::int64_t batch_capacity(std::int64_t batch_size, std::int64_t n) {
   return n >= 0 ? std::min(batch_size, std::max<std::int64_t>(n, 1)) : batch_size;
 }
+
+template <class T>
+struct is_pair : std::false_type {};
+template <class A, class B>
+struct is_pair<std::pair<A, B>> : std::true_type {};
 
 template <class D>
 struct is_parallel_map : std::false_type {};
@@ -235,8 +251,56 @@ class DatasetBase {
     return FilterDataset<Derived, Pred>(self(), std::move(pred));
   }
 
+  /// Carries a state through the elements (tf: scan): `f(const S& state,
+  /// element)` returns std::pair{new_state, output}; the outputs in order,
+  /// starting from a copy of `initial_state` on every pass. The state type S
+  /// is initial_state's; the new state must convert to it. An exception from
+  /// `f` fails that element and leaves the state unchanged.
+  template <class S, class F>
+  auto scan(S initial_state, F f) const {
+    static_assert(std::is_copy_constructible_v<S>,
+                  "scan: every pass starts from a copy of the initial state, so it must be "
+                  "copyable");
+    static_assert(std::is_invocable_v<F&, const S&, T&&>,
+                  "scan: the function cannot be called as f(const state&, element) with this "
+                  "initial state's type and this dataset's element type");
+    if constexpr (std::is_invocable_v<F&, const S&, T&&>) {
+      using R = std::decay_t<std::invoke_result_t<F&, const S&, T&&>>;
+      static_assert(detail::is_pair<R>::value,
+                    "scan: the function must return std::pair{new_state, output}");
+      if constexpr (detail::is_pair<R>::value) {
+        static_assert(
+            std::is_convertible_v<typename R::first_type, S> && std::is_move_assignable_v<S>,
+            "scan: the new state the function returns (the pair's first) cannot be "
+            "converted to the initial state's type");
+      }
+    }
+    return ScanDataset<Derived, S, F>(self(), std::move(initial_state), std::move(f));
+  }
+
   /// The first `count` elements; -1 means all (tf: take).
   auto take(std::int64_t count) const { return TakeDataset<Derived>(self(), count); }
+  /// The elements before the first for which `pred(const T&)` is false (tf:
+  /// take_while); the input is not read past that element.
+  template <class Pred>
+  auto take_while(Pred pred) const {
+    static_assert(std::is_invocable_r_v<bool, Pred&, const T&>,
+                  "take_while: the predicate must be callable with const element& and return "
+                  "bool");
+    return TakeWhileDataset<Derived, Pred>(self(), std::move(pred));
+  }
+  /// Drops the elements equal to one seen before in the pass (tf: unique).
+  /// Each iterator keeps a copy of every distinct element it has produced.
+  auto unique() const {
+    static_assert(std::is_default_constructible_v<std::hash<T>> &&
+                      std::is_invocable_r_v<std::size_t, const std::hash<T>&, const T&>,
+                  "unique: the element type needs a std::hash specialisation");
+    static_assert(std::equality_comparable<T>,
+                  "unique: the element type must be equality-comparable (operator==)");
+    static_assert(std::is_copy_constructible_v<T>,
+                  "unique: a copy of each distinct element is kept, so elements must be copyable");
+    return UniqueDataset<Derived>(self());
+  }
   /// All but the first `count` elements; -1 skips everything (tf: skip).
   auto skip(std::int64_t count) const { return SkipDataset<Derived>(self(), count); }
   /// The dataset `count` times over, -1 for forever (tf: repeat). Each epoch
@@ -260,6 +324,14 @@ class DatasetBase {
   /// Like batch, padding elements of varying shape (tf: padded_batch).
   auto padded_batch(std::int64_t batch_size, PaddedBatchOptions options = {}) const {
     return PaddedBatchDataset<Derived>(self(), batch_size, std::move(options));
+  }
+  /// Sliding windows as std::vector<T> (tf: window, which yields a dataset per
+  /// window): window i holds elements i*shift, i*shift + stride, ..., at most
+  /// `size` of them; shorter last windows are kept unless drop_remainder.
+  /// Throws InvalidArgument unless size, shift and stride are > 0. See
+  /// stages/window.hpp.
+  auto window(std::int64_t size, WindowOptions options = {}) const {
+    return WindowDataset<Derived>(self(), size, options);
   }
   /// Splits each batch back into elements with unbatch_traits<T> (tf: unbatch).
   auto unbatch() const { return UnbatchDataset<Derived>(self()); }
@@ -295,6 +367,17 @@ class DatasetBase {
     static_assert(dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>,
                   "interleave: the function must return a dataset (e.g. ingest::tfrecord({path}))");
     return InterleaveDataset<Derived, F>(self(), std::move(f), options);
+  }
+
+  /// Maps each element to a dataset with `f` and produces its elements, then
+  /// the next element's dataset's (tf: flat_map; interleave with cycle_length 1).
+  template <class F>
+  auto flat_map(F f) const {
+    static_assert(std::is_invocable_v<F&, T&&>,
+                  "flat_map: the function cannot be called with this dataset's element type");
+    static_assert(dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>,
+                  "flat_map: the function must return a dataset (e.g. ingest::range(n))");
+    return FlatMapDataset<Derived, F>(self(), std::move(f));
   }
 
   /// Shuffles with a buffer of `buffer_size` elements (tf: shuffle).

@@ -110,6 +110,16 @@ struct BatchOptions {
   bool drop_remainder = false;
 };
 
+/// Options of window(size, ...); see stages/window.hpp.
+struct WindowOptions {
+  /// Input elements between the starts of two windows; unset: the window size.
+  std::optional<std::int64_t> shift{};
+  /// Input elements between two elements of a window.
+  std::int64_t stride = 1;
+  /// Drop the last windows when they are shorter than the window size.
+  bool drop_remainder = false;
+};
+
 /// Options of padded_batch.
 struct PaddedBatchOptions {
   /// Per component: the shape to pad to (without the batch dimension), -1 for

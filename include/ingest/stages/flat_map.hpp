@@ -1,0 +1,79 @@
+// flat_map(f): f maps each input element to a dataset; that dataset's
+// elements are produced in order, then the next input element's. tf.data
+// counterpart: FlatMapDataset (interleave with cycle_length 1). Runs on the
+// iterating thread; the datasets f returns run in this stage's context and
+// appear in stats as its inputs. An exception from f surfaces from next() as
+// that input element's error (stage "flat_map", its index in the input); an
+// error from the input or from an opened dataset surfaces where it occurs.
+// Iteration may continue after any of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
+
+namespace ingest {
+
+template <class InputIt, class F>
+class FlatMapIterator {
+  using In = typename InputIt::value_type;
+  using Inner = std::decay_t<std::invoke_result_t<F&, In&&>>;
+  using InnerIt = detail::child_iterator_t<Inner>;
+
+ public:
+  using value_type = typename Inner::element_type;
+
+  /// `ctx` is the context the datasets f returns are iterated in.
+  FlatMapIterator(InputIt input, F f, IteratorContext ctx)
+      : input_(std::move(input)), f_(std::move(f)), ctx_(std::move(ctx)) {}
+
+  std::optional<value_type> next() {
+    for (;;) {
+      if (current_) {
+        if (std::optional<value_type> x = current_->next()) return x;
+        current_.reset();
+        detail::throw_if_cancelled(ctx_.cancellation);  // a long run of empty datasets
+      }
+      std::optional<In> x = detail::next_counted(input_, index_);
+      if (!x) return std::nullopt;
+      const std::int64_t index = index_++;
+      current_.emplace(detail::child_iterator(
+          detail::invoke_user("flat_map", index, f_, std::move(*x)), ctx_, " (each input)"));
+    }
+  }
+
+ private:
+  InputIt input_;
+  F f_;
+  IteratorContext ctx_;
+  std::optional<InnerIt> current_;  // the open dataset's iterator
+  std::int64_t index_ = 0;
+};
+
+template <class Input, class F>
+class FlatMapDataset
+    : public detail::UnaryStage<FlatMapDataset<Input, F>, Input,
+                                typename std::decay_t<std::invoke_result_t<
+                                    F&, typename Input::element_type&&>>::element_type> {
+ public:
+  static constexpr std::string_view stage_name = "flat_map";
+
+  FlatMapDataset(Input input, F f)
+      : FlatMapDataset::UnaryStage(std::move(input)), f_(std::move(f)) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    return FlatMapIterator<It, F>(std::move(input), f_, ctx);
+  }
+
+ private:
+  F f_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,80 @@
+// scan(initial_state, f): f(state, element) returns std::pair{new_state,
+// output}; the outputs, in order, with the state carried from one element to
+// the next. tf.data counterpart: ScanDataset. Runs on the iterating thread;
+// each iterator starts from its own copy of the initial state. f gets the
+// state as `const S&` (take it by const reference to avoid a copy). An
+// exception from f surfaces from next() as that element's error (stage
+// "scan", its index in the input) and leaves the state as it was, as does an
+// error from the input; iteration may continue after either.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
+
+namespace ingest {
+
+namespace detail {
+template <class S, class F, class T>
+using scan_result_t = std::decay_t<std::invoke_result_t<F&, const S&, T&&>>;
+}  // namespace detail
+
+template <class InputIt, class S, class F>
+class ScanIterator {
+  using In = typename InputIt::value_type;
+  using Result = detail::scan_result_t<S, F, In>;
+
+ public:
+  using value_type = std::decay_t<typename Result::second_type>;
+
+  ScanIterator(InputIt input, S state, F f)
+      : input_(std::move(input)), state_(std::move(state)), f_(std::move(f)) {}
+
+  std::optional<value_type> next() {
+    std::optional<In> x = detail::next_counted(input_, index_);
+    if (!x) return std::nullopt;
+    Result r = detail::invoke_user("scan", index_++, f_, std::as_const(state_), std::move(*x));
+    state_ = static_cast<S>(std::move(r.first));
+    return std::optional<value_type>(std::move(r.second));
+  }
+
+ private:
+  InputIt input_;
+  S state_;
+  F f_;
+  std::int64_t index_ = 0;
+};
+
+template <class Input, class S, class F>
+class ScanDataset
+    : public detail::UnaryStage<ScanDataset<Input, S, F>, Input,
+                                std::decay_t<typename detail::scan_result_t<
+                                    S, F, typename Input::element_type>::second_type>> {
+ public:
+  static constexpr std::string_view stage_name = "scan";
+
+  ScanDataset(Input input, S initial_state, F f)
+      : ScanDataset::UnaryStage(std::move(input)),
+        initial_state_(std::move(initial_state)),
+        f_(std::move(f)) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return ScanIterator<It, S, F>(std::move(input), initial_state_, f_);
+  }
+
+  /// One output per input element.
+  std::int64_t cardinality() const { return this->input_cardinality(); }
+
+ private:
+  S initial_state_;
+  F f_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,63 @@
+// take_while(pred): the elements up to, not including, the first for which
+// pred(const T&) is false. tf.data counterpart: TakeWhileDataset. Runs on the
+// iterating thread and never reads past the first rejected element. An
+// exception from pred surfaces from next() as that element's error (stage
+// "take_while", its index in the input) and, as in tf.data, does not end the
+// pass: the next call tests the next element.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
+
+namespace ingest {
+
+template <class InputIt, class Pred>
+class TakeWhileIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  TakeWhileIterator(InputIt input, Pred pred) : input_(std::move(input)), pred_(std::move(pred)) {}
+
+  std::optional<value_type> next() {
+    if (done_) return std::nullopt;
+    std::optional<value_type> x = detail::next_counted(input_, index_);
+    if (x) {
+      const value_type& v = *x;
+      if (detail::invoke_user("take_while", index_++, pred_, v)) return x;
+    }
+    done_ = true;
+    return std::nullopt;
+  }
+
+ private:
+  InputIt input_;
+  Pred pred_;
+  std::int64_t index_ = 0;
+  bool done_ = false;
+};
+
+template <class Input, class Pred>
+class TakeWhileDataset : public detail::UnaryStage<TakeWhileDataset<Input, Pred>, Input,
+                                                   typename Input::element_type> {
+ public:
+  static constexpr std::string_view stage_name = "take_while";
+
+  TakeWhileDataset(Input input, Pred pred)
+      : TakeWhileDataset::UnaryStage(std::move(input)), pred_(std::move(pred)) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext&) const {
+    return TakeWhileIterator<It, Pred>(std::move(input), pred_);
+  }
+
+ private:
+  Pred pred_;
+};
+
+}  // namespace ingest

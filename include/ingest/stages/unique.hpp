@@ -1,0 +1,62 @@
+// unique(): the elements not seen before in this pass, in order. tf.data
+// counterpart: UniqueDataset (which takes only int32, int64 and string
+// scalars; here any T with std::hash<T> and ==). Memory: each iterator keeps
+// a copy of every distinct element it has produced, in a std::unordered_set,
+// until it is destroyed, so use it on small or low-cardinality elements (ids,
+// labels, paths). Runs on the iterating thread. An exception from the hash
+// or == surfaces from next() as that element's error (stage "unique", its
+// index in the input); an input error surfaces where it occurs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
+
+namespace ingest {
+
+template <class InputIt>
+class UniqueIterator {
+ public:
+  using value_type = typename InputIt::value_type;
+
+  UniqueIterator(InputIt input, CancellationToken cancel)
+      : input_(std::move(input)), cancel_(std::move(cancel)) {}
+
+  std::optional<value_type> next() {
+    auto insert = [this](const value_type& v) { return seen_.insert(v).second; };
+    while (std::optional<value_type> x = detail::next_counted(input_, index_)) {
+      const value_type& v = *x;
+      if (detail::invoke_user("unique", index_++, insert, v)) return x;
+      detail::throw_if_cancelled(cancel_);  // a long run of repeated elements
+    }
+    return std::nullopt;
+  }
+
+ private:
+  InputIt input_;
+  CancellationToken cancel_;
+  std::unordered_set<value_type> seen_;  // one copy of every distinct element produced
+  std::int64_t index_ = 0;
+};
+
+template <class Input>
+class UniqueDataset
+    : public detail::UnaryStage<UniqueDataset<Input>, Input, typename Input::element_type> {
+ public:
+  static constexpr std::string_view stage_name = "unique";
+
+  explicit UniqueDataset(Input input) : UniqueDataset::UnaryStage(std::move(input)) {}
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    return UniqueIterator<It>(std::move(input), ctx.cancellation);
+  }
+};
+
+}  // namespace ingest
