@@ -79,3 +79,24 @@ TEST_CASE("stats before any element and of an erased pipeline", "[runtime][stats
   CHECK(s.stages[0].name == "batch");
   CHECK(s.stages[0].elements == 2);
 }
+
+TEST_CASE("the stats table's columns align whatever the stage names", "[runtime][stats]") {
+  PipelineStats s;
+  s.stages.push_back({.name = "prefetch", .depth = 0, .elements = 5, .buffer = 4});
+  s.stages.push_back({.name = "a stage with a rather long name indeed", .depth = 1, .elements = 7});
+  s.stages.push_back({.name = "tfrecord (each input)", .depth = 4, .elements = 123456});
+  const std::string table = s.to_string();
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, end; (end = table.find('\n', at)) != std::string::npos; at = end + 1)
+    lines.push_back(table.substr(at, end - at));
+  REQUIRE(lines.size() == 5);  // the header, three stages, the footer
+  // Every row ends its "elements" column at the same place as the header's.
+  const std::size_t column_end = lines[0].find("elements") + std::string("elements").size();
+  for (std::size_t i = 1; i <= 3; ++i) {
+    INFO(lines[i]);
+    CHECK(lines[i].size() == lines[0].size());
+    CHECK(lines[i][column_end] == ' ');
+    CHECK(lines[i][column_end - 1] != ' ');
+  }
+  CHECK(lines[3].find("        tfrecord (each input)") == 0);
+}

@@ -41,18 +41,27 @@ struct PipelineStats {
   std::vector<StageStats> stages;  ///< the last stage first, inputs after their consumer
   double seconds = 0;              ///< since the iterator was created
 
-  /// The stages as an aligned text table, the bottleneck marked with '*'.
+  /// The stages as an aligned text table (the stage column as wide as its
+  /// longest name), the bottleneck marked with '*'.
   std::string to_string() const {
-    std::string out;
-    char line[256];
-    std::snprintf(line, sizeof line, "%-28s %12s %10s %12s %6s %7s %7s\n", "stage", "elements",
-                  "MB", "self us/elem", "par", "buffer", "wait%");
-    out += line;
+    std::vector<std::string> names;
+    int width = 28;
     for (const StageStats& s : stages) {
-      const std::string name = std::string(static_cast<std::size_t>(2 * s.depth), ' ') + s.name +
-                               (s.autotuned ? " (auto)" : "") + (s.bottleneck ? " *" : "");
+      names.push_back(std::string(static_cast<std::size_t>(2 * s.depth), ' ') + s.name +
+                      (s.autotuned ? " (auto)" : "") + (s.bottleneck ? " *" : ""));
+      width = std::max(width, static_cast<int>(names.back().size()));
+    }
+    std::string out;
+    char line[160];
+    std::snprintf(line, sizeof line, "%-*s %12s %10s %12s %6s %7s %7s\n", width, "stage",
+                  "elements", "MB", "self us/elem", "par", "buffer", "wait%");
+    out += line;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      const StageStats& s = stages[i];
+      out += names[i];
+      out.append(static_cast<std::size_t>(width) - names[i].size(), ' ');
       std::snprintf(
-          line, sizeof line, "%-28s %12lld %10.2f %12.3f %6s %7s %7s\n", name.c_str(),
+          line, sizeof line, " %12lld %10.2f %12.3f %6s %7s %7s\n",
           static_cast<long long>(s.elements), s.megabytes, s.self_us_per_element,
           s.parallelism ? std::to_string(s.parallelism).c_str() : "-",
           s.buffer ? std::to_string(s.buffer).c_str() : "-",
