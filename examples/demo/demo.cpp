@@ -446,7 +446,11 @@ int run(const Config& c) {
                 static_cast<long long>(c.data.images), c.step.count() / 1000.0,
                 static_cast<long long>(B), static_cast<long long>(P));
   const std::string chart = (c.out_dir / "ladder.svg").string();
-  demo::svg::write_ladder_chart(chart, title, bars);
+  const double limit = static_cast<double>(B) / (1e-6 * static_cast<double>(c.step.count()));
+  char limit_label[96];
+  std::snprintf(limit_label, sizeof limit_label, "the step's limit: %lld images / %.0f ms",
+                static_cast<long long>(B), c.step.count() / 1000.0);
+  demo::svg::write_ladder_chart(chart, title, bars, limit, limit_label);
   write_summary(c, results, (c.out_dir / "ladder.json").string());
   std::printf("pictures: %s (the ladder), %s ... timeline-%zu.svg (one per rung)\n", chart.c_str(),
               results.front().timeline.c_str(), results.size());

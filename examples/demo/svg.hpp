@@ -162,14 +162,16 @@ struct Bar {
 };
 
 /// The ladder as horizontal bars of images/s, each with its speed-up over
-/// the first and the accelerator's idle share.
+/// the first and the accelerator's idle share, and a dashed line at the
+/// step's own limit.
 inline void write_ladder_chart(const std::string& path, const std::string& title,
-                               const std::vector<Bar>& bars) {
+                               const std::vector<Bar>& bars, double limit_images_per_s,
+                               const std::string& limit_label) {
   const double width = 960, left = 250, bar_h = 26, top = 44;
-  double most = 1;
+  double most = limit_images_per_s;
   for (const Bar& b : bars) most = std::max(most, b.images_per_s);
-  const double scale = (width - left - 250) / most;
-  const double height = top + bar_h * static_cast<double>(bars.size()) + 30;
+  const double scale = (width - left - 330) / most;
+  const double height = top + bar_h * static_cast<double>(bars.size()) + 34;
   std::string s =
       fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
           "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"13\">\n",
@@ -190,6 +192,16 @@ inline void write_ladder_chart(const std::string& path, const std::string& title
              b.images_per_s / std::max(1e-9, bars.front().images_per_s), b.idle_percent) +
          "</text>\n";
   }
+  // The most the step can take: no pipeline goes past it.
+  const double lx = left + limit_images_per_s * scale;
+  const double bottom = top + bar_h * static_cast<double>(bars.size());
+  s +=
+      fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e15759\" "
+          "stroke-dasharray=\"4 3\"/>\n",
+          lx, top, lx, bottom + 4);
+  s +=
+      fmt("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#e15759\">", lx, bottom + 20) +
+      escape(limit_label) + "</text>\n";
   s += "</svg>\n";
   write_file(path, s);
 }
