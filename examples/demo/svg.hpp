@@ -65,6 +65,21 @@ inline void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("demo: cannot write " + path);
 }
 
+/// An SVG document's start: its size, a white background, a bold title.
+inline std::string open_svg(double width, double height, double font_size,
+                            const std::string& title) {
+  std::string s =
+      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" ",
+          width, height, width, height);
+  s += fmt("font-size=\"%.0f\">\n", font_size);
+  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s += fmt("<text x=\"10\" y=\"%.0f\" font-size=\"%.0f\" font-weight=\"bold\">", font_size + 6,
+           font_size + 2) +
+       escape(title) + "</text>\n";
+  return s;
+}
+
 /// One rung's timeline: the spans of `events` between `begin_ns` and
 /// `end_ns`, a row per thread (the training loop's first; thread ~0 is the
 /// GPU's row), coloured by
@@ -96,13 +111,7 @@ inline void write_timeline(const std::string& path, const std::string& title,
   std::stable_sort(shown.begin(), shown.end(),
                    [](const auto* a, const auto* b) { return a->dur_ns > b->dur_ns; });
   const double height = top + row_h * static_cast<double>(threads.size()) + 40;
-  std::string s =
-      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
-          width, height, width, height);
-  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" + escape(title) +
-       "</text>\n";
+  std::string s = open_svg(width, height, 12, title);
   // The legend: the roles this rung uses, in a fixed order.
   double lx = 10;
   for (const char* key :
@@ -172,13 +181,7 @@ inline void write_ladder_chart(const std::string& path, const std::string& title
   for (const Bar& b : bars) most = std::max(most, b.images_per_s);
   const double scale = (width - left - 330) / most;
   const double height = top + bar_h * static_cast<double>(bars.size()) + 34;
-  std::string s =
-      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"13\">\n",
-          width, height, width, height);
-  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">" + escape(title) +
-       "</text>\n";
+  std::string s = open_svg(width, height, 13, title);
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     const double y = top + bar_h * static_cast<double>(i);

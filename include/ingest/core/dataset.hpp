@@ -205,6 +205,17 @@ class DatasetBase {
     return ParallelMapDataset<Derived, F>(self(), std::move(f), options);
   }
 
+  /// random_map's compile-time checks of `f`, shared by both forms.
+  template <class F>
+  static constexpr void check_random_map_function() {
+    static_assert(std::is_invocable_v<const F&, T&&, Rng&>,
+                  "random_map: the function cannot be called as f(element, ingest::Rng&) with "
+                  "this dataset's element type (it must be callable as const: no mutable "
+                  "lambdas)");
+    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&, Rng&>>,
+                  "random_map: the function must return the new element (it returns void)");
+  }
+
   /// Applies `f(element, rng)` with an ingest::Rng seeded from (`seed`, the
   /// epoch, the element's position in this stage's input), on the consumer's
   /// thread (as map(f)): the results are the same for every iterator of the
@@ -213,12 +224,7 @@ class DatasetBase {
   /// dataset is built. See stages/random_map.hpp.
   template <class F>
   auto random_map(F f, std::optional<std::uint64_t> seed = std::nullopt) const {
-    static_assert(std::is_invocable_v<const F&, T&&, Rng&>,
-                  "random_map: the function cannot be called as f(element, ingest::Rng&) with "
-                  "this dataset's element type (it must be callable as const: no mutable "
-                  "lambdas)");
-    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&, Rng&>>,
-                  "random_map: the function must return the new element (it returns void)");
+    check_random_map_function<F>();
     return MapDataset<RandomSeedDataset<Derived>, detail::SeededCall<F>>(
         RandomSeedDataset<Derived>(self(), seed), detail::SeededCall<F>{std::move(f)});
   }
@@ -229,12 +235,7 @@ class DatasetBase {
   /// over the elements paired with their seeds, so .batch() after it fuses.
   template <class F>
   auto random_map(F f, RandomMapOptions options) const {
-    static_assert(std::is_invocable_v<const F&, T&&, Rng&>,
-                  "random_map: the function cannot be called as f(element, ingest::Rng&) with "
-                  "this dataset's element type (it must be callable as const: no mutable "
-                  "lambdas)");
-    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&, Rng&>>,
-                  "random_map: the function must return the new element (it returns void)");
+    check_random_map_function<F>();
     detail::check_knob_option("random_map", "parallelism", options.parallelism);
     return ParallelMapDataset<RandomSeedDataset<Derived>, detail::SeededCall<F>>(
         RandomSeedDataset<Derived>(self(), options.seed), detail::SeededCall<F>{std::move(f)},
