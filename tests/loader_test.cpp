@@ -312,6 +312,66 @@ TEST_CASE("host batches export to DLPack and keep their buffer while exported",
   exported->deleter(exported);
 }
 
+namespace user {
+// A user's element, its batch, and the traits that batch it and hand it to a loader.
+struct Sample {
+  std::int64_t id = 0;
+  float weight = 0;
+};
+struct SampleBatch {
+  Tensor ids, weights;
+};
+}  // namespace user
+
+template <>
+struct ingest::batch_traits<user::Sample> {
+  using batch_type = user::SampleBatch;
+  class builder {
+   public:
+    explicit builder(const BatchSpec& spec) : ids_(spec), weights_(spec) {}
+    void set(std::size_t i, user::Sample&& s) {
+      ids_.set(i, s.id);
+      weights_.set(i, s.weight);
+    }
+    batch_type finish(std::size_t n) && {
+      return {std::move(ids_).finish(n), std::move(weights_).finish(n)};
+    }
+
+   private:
+    batch_traits<std::int64_t>::builder ids_;
+    batch_traits<float>::builder weights_;
+  };
+};
+
+template <>
+struct ingest::loader_fields<user::SampleBatch> : std::true_type {
+  static void split(user::SampleBatch&& b, std::vector<Tensor>& out) {
+    out.push_back(std::move(b.ids));
+    out.push_back(std::move(b.weights));
+  }
+};
+
+TEST_CASE("a user struct's batches reach the loader through loader_fields",
+          "[loader][concurrency]") {
+  AnyDataset<user::Sample> samples = range(10).map([](std::int64_t i) {
+    return user::Sample{i, static_cast<float>(i) / 4};
+  });
+  auto it = HostLoader(samples.batch(5)).iterator();
+  std::vector<HostBatch> batches;
+  while (auto b = it.next()) batches.push_back(std::move(*b));
+  REQUIRE(batches.size() == 2);
+  REQUIRE(batches[1].size() == 2);
+  CHECK(int_values(batches[1], 0) == V{5, 6, 7, 8, 9});
+  CHECK(batches[1].dtype(1) == DType::float32);
+  CHECK(batches[1].data<float>(1)[3] == 8.0f / 4);
+
+  // The loader's row counts the bytes of every field: 10 x (8 + 4).
+  const PipelineStats stats = it.stats();
+  REQUIRE_FALSE(stats.stages.empty());
+  CHECK(stats.stages[0].name == "host_loader");
+  CHECK(stats.stages[0].megabytes == Approx(10 * 12 / 1e6).epsilon(0.01));
+}
+
 TEST_CASE("host loader registers a tunable depth with the model", "[loader][concurrency]") {
   auto it = HostLoader(range(200).batch(2), {.depth = autotune}).iterator();
   std::int64_t n = 0;

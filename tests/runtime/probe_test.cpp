@@ -19,16 +19,6 @@ const StageStats* row(const PipelineStats& s, const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("element sizes for the memory budget", "[runtime][probe]") {
-  CHECK(detail::element_bytes(std::int64_t{1}) == 8);
-  CHECK(detail::element_bytes(std::string(10, 'x')) == 10);
-  CHECK(detail::element_bytes(std::vector<float>(4)) == 16);
-  CHECK(detail::element_bytes(Tensor(DType::uint8, Shape{3, 5})) == 15);
-  CHECK(detail::element_bytes(
-            std::tuple<Tensor, std::int32_t>{Tensor(DType::float32, Shape{2}), 1}) == 12);
-  CHECK(detail::element_bytes(std::vector<std::string>{"ab", "c"}) == 3);
-}
-
 TEST_CASE("every stage counts the elements it produced", "[runtime][probe]") {
   auto ds = range(1000)
                 .filter([](std::int64_t x) { return x % 2 == 0; })

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "support/testing.hpp"
 
@@ -99,4 +100,63 @@ TEST_CASE("the stats table's columns align whatever the stage names", "[runtime]
     CHECK(lines[i][column_end - 1] != ' ');
   }
   CHECK(lines[3].find("        tfrecord (each input)") == 0);
+}
+
+TEST_CASE("an erased boundary is a row, and hidden configuration leaves no gap in depths",
+          "[runtime][stats]") {
+  AnyDataset<std::int64_t> erased = range(10).map([](std::int64_t x) { return x; });
+  auto it = erased.batch(5).with_options({.autotune = false}).iterator();
+  while (it.next()) {
+  }
+  const PipelineStats s = it.stats();
+  REQUIRE(s.stages.size() == 4);
+  CHECK(s.stages[0].name == "batch");
+  CHECK(s.stages[1].name == "erase");
+  CHECK(s.stages[2].name == "map");
+  CHECK(s.stages[3].name == "range");
+  for (int i = 0; i < 4; ++i) CHECK(s.stages[static_cast<std::size_t>(i)].depth == i);
+  CHECK(s.stages[1].elements == 10);
+  const std::string table = s.to_string();
+  CHECK(table.find("\n  erase ") != std::string::npos);
+  CHECK(table.find("\n    map ") != std::string::npos);
+}
+
+TEST_CASE("the bottleneck is marked only when the consumer waits, with its reason",
+          "[runtime][stats]") {
+  SECTION("a slow stage the consumer waits for") {
+    auto it = range(300).map([](std::int64_t x) { return spin_us(x, 50); }).batch(10).iterator();
+    while (it.next()) {
+    }
+    const PipelineStats s = it.stats();
+    CHECK(s.input_wait_percent > 50);
+    CHECK(s.stages[1].bottleneck);
+    CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("* bottleneck: map, ") &&
+                                        Catch::Contains("of the pipeline's work per element") &&
+                                        Catch::Contains("runs sequentially"));
+    CHECK_THAT(s.to_string(), Catch::Contains("* bottleneck: map"));
+  }
+  SECTION("a parallel stage names its parallelism") {
+    auto it = range(400)
+                  .map([](std::int64_t x) { return spin_us(x, 50); }, {.parallelism = 2})
+                  .with_options({.threads = 2})
+                  .iterator();
+    while (it.next()) {
+    }
+    const PipelineStats s = it.stats();
+    CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("* bottleneck: parallel_map, ") &&
+                                        Catch::Contains("at parallelism 2; raise .parallelism"));
+  }
+  SECTION("a consumer slower than its input: no stage is marked") {
+    auto it = range(40).map([](std::int64_t x) { return x + 1; }).prefetch(4).iterator();
+    while (it.next()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const PipelineStats s = it.stats();
+    CHECK(s.input_wait_percent < 5);
+    for (const StageStats& r : s.stages) CHECK_FALSE(r.bottleneck);
+    CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("no bottleneck: the input kept up"));
+    CHECK_THAT(s.to_string(), Catch::Contains("no bottleneck"));
+  }
+  SECTION("before any element") {
+    auto it = range(3).iterator();
+    CHECK_THAT(it.stats().bottleneck_reason, Catch::Contains("nothing measured"));
+  }
 }

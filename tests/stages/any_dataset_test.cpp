@@ -49,3 +49,35 @@ TEST_CASE("an erased dataset re-iterates and its copies share it", "[core][any_d
   CHECK(collect(ds) == collect(copy));
   CHECK(collect(ds) == std::vector<std::string>{"a", "b"});
 }
+
+TEST_CASE("a default-constructed AnyDataset is empty and can be assigned later",
+          "[core][any_dataset]") {
+  static_assert(std::is_default_constructible_v<AnyDataset<int>>);
+  static_assert(std::is_copy_assignable_v<AnyDataset<int>>);
+  static_assert(std::is_move_assignable_v<AnyDataset<int>>);
+  AnyDataset<std::int64_t> ds;
+  CHECK(ds.cardinality() == 0);
+  CHECK(collect(ds).empty());
+  CHECK(collect(ds.batch(2)).empty());
+  CHECK(collect(ds.map([](std::int64_t x) { return x + 1; }).repeat(3)).empty());
+  CHECK(collect_bulk(ds, 4).empty());
+
+  ds = range(3);  // a different dataset type, erased on assignment
+  CHECK(ds.cardinality() == 3);
+  CHECK(collect(ds) == std::vector<std::int64_t>{0, 1, 2});
+  ds = range(2).map([](std::int64_t x) { return 10 * x; });
+  CHECK(collect(ds) == std::vector<std::int64_t>{0, 10});
+
+  AnyDataset<std::int64_t> other;
+  other = ds;  // copies share the erased dataset
+  CHECK(collect(other) == std::vector<std::int64_t>{0, 10});
+  ds = AnyDataset<std::int64_t>();
+  CHECK(collect(ds).empty());
+  CHECK(collect(other) == std::vector<std::int64_t>{0, 10});
+
+  // Move-only elements, and an empty dataset's iterator after a stats query.
+  AnyDataset<std::unique_ptr<int>> moves;
+  auto it = moves.iterator();
+  CHECK_FALSE(it.next().has_value());
+  CHECK_FALSE(it.next().has_value());
+}

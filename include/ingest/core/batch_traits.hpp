@@ -312,4 +312,37 @@ struct unbatch_traits<std::pair<A, B>> {
   }
 };
 
+/// How a batch hands its fields to a loader (HostLoader,
+/// cuda::DeviceLoader), which copies each field into its buffer and hands
+/// out a batch whose field(i) is the i-th. A Tensor is one field, a
+/// std::tuple or std::pair of Tensors one field per member. Specialise it for
+/// a batch type of your own (e.g. the batch_type of your batch_traits):
+///
+///     template <>
+///     struct ingest::loader_fields<SampleBatch> : std::true_type {
+///       static void split(SampleBatch&& b, std::vector<ingest::Tensor>& out) {
+///         out.push_back(std::move(b.images));   // field 0
+///         out.push_back(std::move(b.labels));   // field 1
+///       }
+///     };
+template <class T>
+struct loader_fields : std::false_type {};
+template <>
+struct loader_fields<Tensor> : std::true_type {
+  static void split(Tensor&& t, std::vector<Tensor>& out) { out.push_back(std::move(t)); }
+};
+template <class... Ts>
+requires(std::same_as<Ts, Tensor>&&...) struct loader_fields<std::tuple<Ts...>> : std::true_type {
+  static void split(std::tuple<Ts...>&& t, std::vector<Tensor>& out) {
+    std::apply([&out](auto&... f) { (out.push_back(std::move(f)), ...); }, t);
+  }
+};
+template <>
+struct loader_fields<std::pair<Tensor, Tensor>> : std::true_type {
+  static void split(std::pair<Tensor, Tensor>&& t, std::vector<Tensor>& out) {
+    out.push_back(std::move(t.first));
+    out.push_back(std::move(t.second));
+  }
+};
+
 }  // namespace ingest

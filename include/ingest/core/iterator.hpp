@@ -123,5 +123,12 @@ class InputIterator {
   mutable std::optional<value_type> current_;
 };
 
+/// An iterator with no elements (an empty AnyDataset's).
+template <class T>
+struct EmptyIterator {
+  using value_type = T;
+  std::optional<T> next() { return std::nullopt; }
+};
+
 }  // namespace detail
 }  // namespace ingest

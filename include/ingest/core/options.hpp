@@ -3,6 +3,7 @@
 // sites readable: ds.batch(32, {.drop_remainder = true}).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 namespace ingest {
 
 class Runtime;
+struct PipelineStats;
 
 /// A knob value that hands the knob to the autotuner (tf: tf.data.AUTOTUNE).
 /// Until a pipeline's autotuner is enabled, an autotuned parallelism is the
@@ -100,8 +102,15 @@ struct PipelineOptions {
   /// the memory available when iteration starts).
   std::optional<std::size_t> ram_budget_bytes{};
   /// Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) of the
-  /// pipeline's activity here when the iterator is destroyed.
+  /// pipeline's activity here when the iterator is destroyed (and whenever
+  /// the iterator's write_trace() is called).
   std::string trace_path{};
+  /// Called with the pipeline's stats() while iterating, at most once per
+  /// progress_interval and once at the end of the pass, on the thread that
+  /// calls next() (inside next(), before it takes the next element). An
+  /// exception it throws leaves next() before any element is taken.
+  std::function<void(const PipelineStats&)> on_progress{};
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
 };
 
 /// Options of batch.

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "ingest/core/allocator.hpp"
+#include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dlpack.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/tensor.hpp"
@@ -48,28 +49,6 @@ namespace detail {
 
 /// Where each field starts in a loader's buffer (DLPack's alignment).
 inline constexpr std::size_t loader_field_alignment = 256;
-
-/// How a host batch splits into fields: a Tensor is one field, a tuple or
-/// pair of Tensors one field per member.
-template <class T>
-struct loader_fields : std::false_type {};
-template <>
-struct loader_fields<Tensor> : std::true_type {
-  static void split(Tensor&& t, std::vector<Tensor>& out) { out.push_back(std::move(t)); }
-};
-template <class... Ts>
-requires(std::same_as<Ts, Tensor>&&...) struct loader_fields<std::tuple<Ts...>> : std::true_type {
-  static void split(std::tuple<Ts...>&& t, std::vector<Tensor>& out) {
-    std::apply([&out](auto&... f) { (out.push_back(std::move(f)), ...); }, t);
-  }
-};
-template <>
-struct loader_fields<std::pair<Tensor, Tensor>> : std::true_type {
-  static void split(std::pair<Tensor, Tensor>&& t, std::vector<Tensor>& out) {
-    out.push_back(std::move(t.first));
-    out.push_back(std::move(t.second));
-  }
-};
 
 /// A buffer of a loader's pool, with the fences to pass before writing it.
 template <class Backend>
@@ -326,8 +305,9 @@ class LoadStep {
   using Element = typename InputIt::value_type;
   using Event = typename Backend::Event;
   static_assert(loader_fields<Element>::value,
-                "loader: the input's elements must be ingest::Tensor or a std::tuple / std::pair "
-                "of Tensors (batch() stacks scalars and Tensors into them)");
+                "loader: the input's elements must be ingest::Tensor, a std::tuple / std::pair "
+                "of Tensors (what batch() makes of scalars and Tensors), or a type for which "
+                "ingest::loader_fields is specialised (see core/batch_traits.hpp)");
 
  public:
   using value_type = typename Backend::batch_type;

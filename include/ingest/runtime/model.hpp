@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,8 @@
 #include "ingest/core/clock.hpp"
 
 namespace ingest {
+
+struct PipelineStats;
 
 /// A trace event (Chrome trace-event format): a span of a stage's call, a
 /// pool worker's chunk of a stage's work ("<stage> (work)"), the consumer's
@@ -375,6 +378,8 @@ class Model {
   std::atomic<std::int64_t> cpu_budget{0};        // 0: the runtime's threads + 1
 
   std::string trace_path;  // written when the pipeline iterator is destroyed
+  std::function<void(const PipelineStats&)> on_progress;  // see PipelineOptions
+  std::int64_t progress_interval_ns = 0;
 
   // ---- tracing ----
   bool tracing() const noexcept { return tracing_.load(std::memory_order_relaxed); }

@@ -73,8 +73,17 @@ class PipelineIterator {
   /// knobs, how long consumers waited, and the bottleneck. Thread-safe.
   PipelineStats stats() const { return model_ ? detail::make_stats(*model_) : PipelineStats{}; }
 
-  /// Writes the trace recorded so far (see PipelineOptions::trace_path).
+  /// Writes the trace recorded so far to `path`; callable while iterating.
   void write_trace(const std::string& path) const { detail::write_chrome_trace(*model_, path); }
+  /// Writes the trace recorded so far to PipelineOptions::trace_path (which
+  /// the iterator's destruction overwrites with the whole trace); throws
+  /// InvalidArgument when the pipeline has no trace_path.
+  void write_trace() const {
+    if (!model_ || model_->trace_path.empty()) {
+      throw InvalidArgument("write_trace(): the pipeline has no trace_path (with_options)");
+    }
+    detail::write_chrome_trace(*model_, model_->trace_path);
+  }
 
   /// The trace events recorded so far (with PipelineOptions::trace_path set),
   /// in the order they were recorded, their times in ns from the iterator's
@@ -90,7 +99,10 @@ class PipelineIterator {
   void start() {
     started_ = true;
     tracing_ = model_->tracing();
-    if (tracing_) countdown_ = 2;  // this call notes its end, the next measures the gap
+    progress_ = static_cast<bool>(model_->on_progress);
+    every_call_ = tracing_ || progress_;
+    if (every_call_) countdown_ = 2;  // this call notes its end, the next measures the gap
+    if (progress_) next_progress_ns_ = detail::now_ns() + model_->progress_interval_ns;
     bool tunable = false;
     model_->for_each(
         [&](detail::StageNode& n) { tunable |= n.parallelism.tunable() || n.buffer.tunable(); });
@@ -119,15 +131,26 @@ class PipelineIterator {
       const std::int64_t now = detail::now_ns();
       model_->trace({"consumer", 'X', now - gap, gap, detail::thread_number(), {}});
     }
-    if (tracing_) {
-      // Traced, every gap is measured: this call's end starts the next one.
+    if (progress_) report_progress(false);
+    if (every_call_) {
+      // Traced or reporting, every gap is measured: this call's end starts the next one.
       std::optional<value_type> x = it_.next();
       last_end_ = detail::ticks();
       countdown_ = 1;
+      if (!x && progress_) report_progress(true);
       return x;
     }
     countdown_ = 16;
     return it_.next();
+  }
+
+  // Calls on_progress once the interval has passed, and once at the end of
+  // the pass (`end`).
+  void report_progress(bool end) {
+    if (end ? ended_ : detail::now_ns() < next_progress_ns_) return;
+    ended_ = end;
+    next_progress_ns_ = detail::now_ns() + model_->progress_interval_ns;
+    model_->on_progress(detail::make_stats(*model_));
   }
 
   std::shared_ptr<detail::Model> model_;
@@ -135,6 +158,10 @@ class PipelineIterator {
   std::unique_ptr<detail::Autotuner> tuner_;
   bool started_ = false;
   bool tracing_ = false;
+  bool progress_ = false;
+  bool every_call_ = false;
+  bool ended_ = false;
+  std::int64_t next_progress_ns_ = 0;
   std::int64_t countdown_ = 16;
   std::int64_t last_end_ = 0;
 };

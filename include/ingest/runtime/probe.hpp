@@ -22,39 +22,12 @@
 
 #include "ingest/core/clock.hpp"
 #include "ingest/core/context.hpp"
+#include "ingest/core/element_size.hpp"
 #include "ingest/core/iterator.hpp"
 #include "ingest/core/tensor.hpp"
 #include "ingest/runtime/model.hpp"
 
 namespace ingest::detail {
-
-/// Bytes an element occupies (payload, not bookkeeping), for memory budgets.
-template <class T>
-std::size_t element_bytes(const T& v) {
-  if constexpr (std::is_same_v<T, Tensor>) {
-    return v.nbytes();
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    return sizeof(T);
-  } else if constexpr (requires {
-                         v.size();
-                         v.data();
-                         typename T::value_type;
-                       }) {
-    using E = typename T::value_type;
-    if constexpr (std::is_trivially_copyable_v<E>) {
-      return v.size() * sizeof(E);
-    } else {
-      std::size_t n = 0;
-      for (const auto& e : v) n += element_bytes(e);
-      return n;
-    }
-  } else if constexpr (requires { std::tuple_size<T>::value; }) {
-    return std::apply([](const auto&... f) { return (std::size_t{0} + ... + element_bytes(f)); },
-                      v);
-  } else {
-    return sizeof(T);
-  }
-}
 
 /// The stage name of dataset D (its `stage_name`, or "dataset").
 template <class D>

@@ -20,6 +20,15 @@
 
 namespace ingest {
 
+namespace detail {
+/// A percentage with one decimal ("42.0"), without the sign.
+inline std::string format_percent(double p) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%.1f", p);
+  return b;
+}
+}  // namespace detail
+
 /// One row of PipelineStats.
 struct StageStats {
   std::string name;                ///< the stage ("map", "prefetch", ...)
@@ -40,6 +49,11 @@ struct StageStats {
 struct PipelineStats {
   std::vector<StageStats> stages;  ///< the last stage first, inputs after their consumer
   double seconds = 0;              ///< since the iterator was created
+  /// Share of the time the consumer spent waiting in next() for the pipeline.
+  double input_wait_percent = 0;
+  /// Why the stage marked as the bottleneck is marked, or why none is (the
+  /// consumer hardly waited, or nothing was measured yet).
+  std::string bottleneck_reason{};
 
   /// The stages as an aligned text table (the stage column as wide as its
   /// longest name), the bottleneck marked with '*'.
@@ -60,27 +74,23 @@ struct PipelineStats {
       const StageStats& s = stages[i];
       out += names[i];
       out.append(static_cast<std::size_t>(width) - names[i].size(), ' ');
-      std::snprintf(
-          line, sizeof line, " %12lld %10.2f %12.3f %6s %7s %7s\n",
-          static_cast<long long>(s.elements), s.megabytes, s.self_us_per_element,
-          s.parallelism ? std::to_string(s.parallelism).c_str() : "-",
-          s.buffer ? std::to_string(s.buffer).c_str() : "-",
-          s.buffer || s.parallelism ? format_percent(s.consumer_wait_percent).c_str() : "-");
+      std::snprintf(line, sizeof line, " %12lld %10.2f %12.3f %6s %7s %7s\n",
+                    static_cast<long long>(s.elements), s.megabytes, s.self_us_per_element,
+                    s.parallelism ? std::to_string(s.parallelism).c_str() : "-",
+                    s.buffer ? std::to_string(s.buffer).c_str() : "-",
+                    s.buffer || s.parallelism
+                        ? detail::format_percent(s.consumer_wait_percent).c_str()
+                        : "-");
       out += line;
     }
-    std::snprintf(line, sizeof line, "(%.2f s; * = bottleneck)\n", seconds);
+    std::snprintf(line, sizeof line, "(%.2f s; the consumer waited for input %s%% of the time)\n",
+                  seconds, detail::format_percent(input_wait_percent).c_str());
     out += line;
+    if (!bottleneck_reason.empty()) out += bottleneck_reason + "\n";
     return out;
   }
   friend std::ostream& operator<<(std::ostream& os, const PipelineStats& s) {
     return os << s.to_string();
-  }
-
- private:
-  static std::string format_percent(double p) {
-    char b[16];
-    std::snprintf(b, sizeof b, "%.1f", p);
-    return b;
   }
 };
 
@@ -122,11 +132,12 @@ struct Counters {
 using Baseline = std::vector<std::pair<const StageNode*, Counters>>;
 
 /// Takes a snapshot of the model and derives every node's costs. With a
-/// baseline, costs come from the measurements made since it (a node with
-/// too few new samples keeps its overall averages); `out_baseline` receives
-/// the counters read now.
+/// baseline, costs come from the measurements made since it (unless a node
+/// has too few new samples: then all keep their overall averages, and
+/// `out_windowed` is set false); `out_baseline` receives the counters read now.
 inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since = nullptr,
-                                      Baseline* out_baseline = nullptr) {
+                                      Baseline* out_baseline = nullptr,
+                                      bool* out_windowed = nullptr) {
   std::vector<NodeView> views;
   std::vector<StageNode*> order;
   model.for_each([&](StageNode& n) { order.push_back(&n); });
@@ -147,6 +158,7 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
     }
   }
   if (!windowed) base.assign(order.size(), Counters{});
+  if (out_windowed) *out_windowed = windowed;
   for (std::size_t i = 0; i < order.size(); ++i) {
     StageNode& n = *order[i];
     NodeView& v = views[i];
@@ -186,6 +198,17 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
   return views;
 }
 
+/// The consumer waiting less than this share of the time means the input is
+/// not what limits it: no stage is marked as the bottleneck.
+inline constexpr double bottleneck_min_wait = 0.05;
+
+/// A stage's row depth: the visible stages between it and the root.
+inline int visible_depth(const StageNode& n) noexcept {
+  int depth = 0;
+  for (const StageNode* p = n.parent(); p != nullptr; p = p->parent()) depth += p->hidden() ? 0 : 1;
+  return depth;
+}
+
 /// Builds PipelineStats from a model (see PipelineIterator::stats()).
 inline PipelineStats make_stats(const Model& model) {
   PipelineStats stats;
@@ -194,14 +217,20 @@ inline PipelineStats make_stats(const Model& model) {
   const std::vector<NodeView> views = snapshot(model);
   if (views.empty()) return stats;
   const double root_elements = static_cast<double>(std::max<std::int64_t>(views[0].elements, 1));
-  double worst = -1;
+  // The consumer's time inside next(): the root's time per element, over all.
+  const double waited = elapsed_ns > 0
+                            ? std::min(1.0, views[0].inclusive_ns *
+                                                static_cast<double>(views[0].elements) / elapsed_ns)
+                            : 0;
+  stats.input_wait_percent = 100.0 * waited;
+  double worst = -1, total = 0;
   std::size_t worst_row = 0;
   for (const NodeView& v : views) {
     const StageNode& n = *v.node;
     if (n.hidden()) continue;
     StageStats s;
     s.name = n.name();
-    s.depth = n.depth();
+    s.depth = visible_depth(n);
     s.elements = v.elements;
     s.megabytes = v.bytes * static_cast<double>(v.elements) / 1e6;
     s.self_us_per_element = v.self_ns / 1e3;
@@ -215,16 +244,42 @@ inline PipelineStats make_stats(const Model& model) {
     // element, shared among the stage's parallel calls.
     const double demand = v.self_ns * static_cast<double>(v.elements) / root_elements /
                           static_cast<double>(std::max<std::int64_t>(s.parallelism, 1));
+    total += demand;
     if (demand > worst) {
       worst = demand;
       worst_row = stats.stages.size();
     }
     stats.stages.push_back(std::move(s));
   }
-  if (!stats.stages.empty()) stats.stages[worst_row].bottleneck = true;
+  if (stats.stages.empty()) return stats;
   // Depths relative to the first visible stage.
-  const int base = stats.stages.empty() ? 0 : stats.stages.front().depth;
+  const int base = stats.stages.front().depth;
   for (auto& s : stats.stages) s.depth = std::max(0, s.depth - base);
+  if (views[0].elements == 0 || worst <= 0) {
+    stats.bottleneck_reason = "no bottleneck yet: nothing measured";
+    return stats;
+  }
+  if (waited < bottleneck_min_wait) {
+    stats.bottleneck_reason = "no bottleneck: the input kept up (the consumer waited " +
+                              format_percent(100.0 * waited) + "% of the time)";
+    return stats;
+  }
+  // The stage where the time goes: its own work (inputs excluded), per final
+  // element and divided among its parallel calls, is the largest.
+  StageStats& b = stats.stages[worst_row];
+  b.bottleneck = true;
+  std::string reason = "* bottleneck: " + b.name + ", " +
+                       format_percent(total > 0 ? 100.0 * worst / total : 100.0) +
+                       "% of the pipeline's work per element";
+  if (b.parallelism > 0) {
+    reason += " at parallelism " + std::to_string(b.parallelism) +
+              (b.autotuned ? " (autotuned)" : "; raise .parallelism or use ingest::autotune");
+  } else if (b.buffer > 0) {
+    reason += " with a buffer of " + std::to_string(b.buffer);
+  } else {
+    reason += "; it runs sequentially: move its work into a parallel map or interleave";
+  }
+  stats.bottleneck_reason = std::move(reason);
   return stats;
 }
 

@@ -89,11 +89,15 @@ class AnyIterator {
 };
 
 /// A dataset of T of any concrete type. Copies share the erased dataset.
+/// Default-constructed, it is empty (no elements, cardinality 0), so it can
+/// be declared first and assigned later: `AnyDataset<T> ds; ds = range(3);`.
 template <class T>
 class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
  public:
-  static constexpr std::string_view stage_name = "erase";
-  static constexpr bool hidden = true;  // a boundary, not a stage
+  static constexpr std::string_view stage_name = "erase";  // its row in stats()
+
+  /// An empty dataset.
+  AnyDataset() = default;
 
   /// Erases `d`; implicit, so `AnyDataset<T> ds = range(10).map(f);` works.
   template <class D>
@@ -103,10 +107,11 @@ class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
   }  // NOLINT(google-explicit-constructor)
 
   AnyIterator<T> make_iterator(const IteratorContext& ctx) const {
+    if (!impl_) return AnyIterator<T>(detail::EmptyIterator<T>{});
     return impl_->make_iterator(ctx);
   }
-  /// The erased dataset's cardinality (see DatasetBase::cardinality).
-  std::int64_t cardinality() const { return impl_->cardinality(); }
+  /// The erased dataset's cardinality (see DatasetBase::cardinality); 0 when empty.
+  std::int64_t cardinality() const { return impl_ ? impl_->cardinality() : 0; }
 
  private:
   struct Concept {

@@ -1,11 +1,11 @@
 // with_options({.threads, .runtime, .deterministic, .autotune,
-// .ram_budget_bytes, .trace_path}): runs the stages before it with these
-// settings. tf.data counterpart: Dataset.with_options. Put it last: it
-// configures its input pipeline, not the stages that follow. With .threads,
-// each iterator gets a private runtime of that many compute threads,
-// released with the iterator.
+// .ram_budget_bytes, .trace_path, .on_progress, .progress_interval}): runs the stages before it
+// with these settings. tf.data counterpart: Dataset.with_options. Put it last: it configures its
+// input pipeline, not the stages that follow. With .threads, each iterator gets a private runtime
+// of that many compute threads, released with the iterator.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,6 +54,12 @@ class WithOptionsDataset
       if (!options_.trace_path.empty()) {
         m.trace_path = options_.trace_path;
         m.enable_trace();
+      }
+      if (options_.on_progress) {
+        m.on_progress = options_.on_progress;
+        m.progress_interval_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options_.progress_interval)
+                .count();
       }
     }
     return detail::child_iterator(input_, inner);
