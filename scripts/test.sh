@@ -37,7 +37,7 @@ case "$config" in
   asan)
     cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DINGEST_SANITIZE=address,undefined -DINGEST_BUILD_BENCH=OFF
                  -DINGEST_CHECK_HEADERS=OFF)
-    ctest_args+=(-LE package)
+    ctest_args+=(-LE "package|compile_fail")
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     ;;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -91,10 +92,40 @@ template <class Input>
 class CacheDataset;
 template <class Input>
 class RandomSeedDataset;
+template <class T>
+struct padded_batch_traits;
+
 namespace detail {
 template <class F>
 struct SeededCall;
+template <class T>
+class NotADataset;
+
+/// What f(T) returns, called as non-const (for a mutable lambda given to a
+/// parallel map: the element type the user meant), or T if it cannot be called.
+template <class F, class T>
+struct result_or {
+  using type = T;
+};
+template <class F, class T>
+requires std::is_invocable_v<F&, T&&> &&
+    (!std::is_void_v<std::invoke_result_t<F&, T&&>>)struct result_or<F, T> {
+  using type = std::decay_t<std::invoke_result_t<F&, T&&>>;
+};
+template <class F, class T>
+using result_or_t = typename result_or<F, T>::type;
+
+template <class T>
+    struct is_paddable : std::bool_constant < requires {
+  padded_batch_traits<T>::components;
+} > {};
+template <class... Ts>
+struct is_paddable<std::tuple<Ts...>> : std::bool_constant<(is_paddable<Ts>::value && ...)> {};
 }  // namespace detail
+
+/// Elements padded_batch can pad (padded_batch_traits<T>, see core/padding.hpp).
+template <class T>
+concept paddable = detail::is_paddable<T>::value;
 
 /// cardinality(): the pass has no end (tf.data.experimental.INFINITE_CARDINALITY).
 inline constexpr std::int64_t infinite_cardinality = -1;
@@ -185,11 +216,19 @@ class DatasetBase {
   /// the element's error (FunctionError wrapping it, with the element index).
   template <class F>
   auto map(F f) const {
-    static_assert(std::is_invocable_v<F&, T&&>,
-                  "map: the function cannot be called with this dataset's element type");
-    static_assert(!std::is_void_v<std::invoke_result_t<F&, T&&>>,
-                  "map: the function must return the new element (it returns void)");
-    return MapDataset<Derived, F>(self(), std::move(f));
+    constexpr bool callable = std::is_invocable_v<F&, T&&>;
+    static_assert(callable, "map: the function cannot be called with this dataset's element type");
+    if constexpr (!callable) {
+      return detail::NotADataset<T>();
+    } else {
+      constexpr bool returns = !std::is_void_v<std::invoke_result_t<F&, T&&>>;
+      static_assert(returns, "map: the function must return the new element (it returns void)");
+      if constexpr (!returns) {
+        return detail::NotADataset<T>();
+      } else {
+        return MapDataset<Derived, F>(self(), std::move(f));
+      }
+    }
   }
 
   /// Applies `f` on the runtime's pool, `options.parallelism` calls in flight
@@ -197,12 +236,21 @@ class DatasetBase {
   /// be callable as const. Followed by .batch(), the two fuse into one stage.
   template <class F>
   auto map(F f, MapOptions options) const {
-    static_assert(std::is_invocable_v<const F&, T&&>,
+    constexpr bool callable = std::is_invocable_v<const F&, T&&>;
+    static_assert(callable,
                   "map: with a parallelism, the function must be callable as const with this "
                   "dataset's element type (it runs on several threads; no mutable lambdas)");
-    static_assert(!std::is_void_v<std::invoke_result_t<const F&, T&&>>,
-                  "map: the function must return the new element (it returns void)");
-    return ParallelMapDataset<Derived, F>(self(), std::move(f), options);
+    if constexpr (!callable) {
+      return detail::NotADataset<detail::result_or_t<F, T>>();
+    } else {
+      constexpr bool returns = !std::is_void_v<std::invoke_result_t<const F&, T&&>>;
+      static_assert(returns, "map: the function must return the new element (it returns void)");
+      if constexpr (!returns) {
+        return detail::NotADataset<T>();
+      } else {
+        return ParallelMapDataset<Derived, F>(self(), std::move(f), options);
+      }
+    }
   }
 
   /// random_map's compile-time checks of `f`, shared by both forms.
@@ -247,9 +295,13 @@ class DatasetBase {
   /// Keeps the elements for which `pred(const T&)` is true (tf: filter).
   template <class Pred>
   auto filter(Pred pred) const {
-    static_assert(std::is_invocable_r_v<bool, Pred&, const T&>,
-                  "filter: the predicate must be callable with const element& and return bool");
-    return FilterDataset<Derived, Pred>(self(), std::move(pred));
+    constexpr bool ok = std::is_invocable_r_v<bool, Pred&, const T&>;
+    static_assert(ok, "filter: the predicate must be callable with const element& and return bool");
+    if constexpr (!ok) {
+      return detail::NotADataset<T>();
+    } else {
+      return FilterDataset<Derived, Pred>(self(), std::move(pred));
+    }
   }
 
   /// Carries a state through the elements (tf: scan): `f(const S& state,
@@ -324,7 +376,15 @@ class DatasetBase {
   }
   /// Like batch, padding elements of varying shape (tf: padded_batch).
   auto padded_batch(std::int64_t batch_size, PaddedBatchOptions options = {}) const {
-    return PaddedBatchDataset<Derived>(self(), batch_size, std::move(options));
+    static_assert(paddable<T>,
+                  "padded_batch: the element type cannot be padded; it pads Tensors, arithmetic "
+                  "scalars, std::vector of arithmetic values and std::tuple of these (specialise "
+                  "ingest::padded_batch_traits for another type, see core/padding.hpp)");
+    if constexpr (!paddable<T>) {
+      return detail::NotADataset<T>();
+    } else {
+      return PaddedBatchDataset<Derived>(self(), batch_size, std::move(options));
+    }
   }
   /// Sliding windows as std::vector<T> (tf: window, which yields a dataset per
   /// window): window i holds elements i*shift, i*shift + stride, ..., at most
@@ -363,22 +423,43 @@ class DatasetBase {
   /// `cycle_length` open at once, `block_length` from each in turn (tf: interleave).
   template <class F>
   auto interleave(F f, InterleaveOptions options = {}) const {
-    static_assert(std::is_invocable_v<F&, T&&>,
+    constexpr bool callable = std::is_invocable_v<F&, T&&>;
+    static_assert(callable,
                   "interleave: the function cannot be called with this dataset's element type");
-    static_assert(dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>,
-                  "interleave: the function must return a dataset (e.g. ingest::tfrecord({path}))");
-    return InterleaveDataset<Derived, F>(self(), std::move(f), options);
+    if constexpr (!callable) {
+      return detail::NotADataset<T>();
+    } else {
+      constexpr bool returns_dataset = dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>;
+      static_assert(
+          returns_dataset,
+          "interleave: the function must return a dataset (e.g. ingest::tfrecord({path}))");
+      if constexpr (!returns_dataset) {
+        return detail::NotADataset<T>();
+      } else {
+        return InterleaveDataset<Derived, F>(self(), std::move(f), options);
+      }
+    }
   }
 
   /// Maps each element to a dataset with `f` and produces its elements, then
   /// the next element's dataset's (tf: flat_map; interleave with cycle_length 1).
   template <class F>
   auto flat_map(F f) const {
-    static_assert(std::is_invocable_v<F&, T&&>,
+    constexpr bool callable = std::is_invocable_v<F&, T&&>;
+    static_assert(callable,
                   "flat_map: the function cannot be called with this dataset's element type");
-    static_assert(dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>,
-                  "flat_map: the function must return a dataset (e.g. ingest::range(n))");
-    return FlatMapDataset<Derived, F>(self(), std::move(f));
+    if constexpr (!callable) {
+      return detail::NotADataset<T>();
+    } else {
+      constexpr bool returns_dataset = dataset<std::decay_t<std::invoke_result_t<F&, T&&>>>;
+      static_assert(returns_dataset,
+                    "flat_map: the function must return a dataset (e.g. ingest::range(n))");
+      if constexpr (!returns_dataset) {
+        return detail::NotADataset<T>();
+      } else {
+        return FlatMapDataset<Derived, F>(self(), std::move(f));
+      }
+    }
   }
 
   /// Shuffles with a buffer of `buffer_size` elements (tf: shuffle).
@@ -410,7 +491,11 @@ class DatasetBase {
   auto cache() const {
     static_assert(std::is_copy_constructible_v<T>,
                   "cache(): elements are copied into a memory cache, so they must be copyable");
-    return CacheDataset<Derived>(self(), std::string());
+    if constexpr (!std::is_copy_constructible_v<T>) {
+      return detail::NotADataset<T>();
+    } else {
+      return CacheDataset<Derived>(self(), std::string());
+    }
   }
   /// Keeps the elements of the first complete pass in a file for later passes,
   /// runs and processes (tf: cache(filename)); written to a temporary file and
@@ -419,8 +504,12 @@ class DatasetBase {
     static_assert(serializable<T>,
                   "cache(path): no ingest::serializer<T> for this element type; specialise it "
                   "(see core/serializer.hpp)");
-    if (path.empty()) throw InvalidArgument("cache: the path is empty", {.stage = "cache"});
-    return CacheDataset<Derived>(self(), std::move(path));
+    if constexpr (!serializable<T>) {
+      return detail::NotADataset<T>();
+    } else {
+      if (path.empty()) throw InvalidArgument("cache: the path is empty", {.stage = "cache"});
+      return CacheDataset<Derived>(self(), std::move(path));
+    }
   }
 
   /// Produces up to `buffer_size` elements ahead of the consumer on a
@@ -441,5 +530,17 @@ class DatasetBase {
  protected:
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 };
+
+namespace detail {
+/// What a stage function returns after one of its static_asserts failed: a
+/// dataset of the element type the user meant, so that the rest of their
+/// chain compiles quietly and the assertion's message is the error they read
+/// (the program does not compile, so it is never iterated).
+template <class T>
+class NotADataset : public DatasetBase<NotADataset<T>, T> {
+ public:
+  EmptyIterator<T> make_iterator(const IteratorContext&) const { return {}; }
+};
+}  // namespace detail
 
 }  // namespace ingest
