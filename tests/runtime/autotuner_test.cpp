@@ -163,6 +163,71 @@ TEST_CASE("a prefetch buffer grows only while it pays and fits the RAM budget",
   CHECK(slow_consumer.buffer(pf) <= 2);
 }
 
+TEST_CASE("a grown knob whose modelled gain does not show up in the measurements shrinks back",
+          "[runtime][autotuner]") {
+  // The user's case: a prefetch buffer grown to 64 batches while the
+  // consumer still waited 42% of the time. Producer and consumer both take
+  // 10 us per element, so the queue model expects a deep buffer to hide
+  // nearly all of the waiting (3.3 us per element at 2, 0.15 us at 64).
+  auto model = std::make_shared<Model>();
+  StageNode* pf = model->node<PrefetchNode>(nullptr, "prefetch");
+  StageNode* src = model->node(pf, "map");
+  configure_knob(pf->buffer, autotune, 1, 64, 2);
+  // One window of measurements: 1,000 elements, the consumer waiting
+  // `wait_ns` in next() for each.
+  const auto window = [&](std::int64_t wait_ns) {
+    src->elements += 1000;
+    src->estimated_ns += 10'000 * 1000;
+    src->samples += 64;
+    pf->elements += 1000;
+    pf->estimated_ns += wait_ns * 1000;
+    pf->wait_ns += wait_ns * 1000;
+    pf->samples += 64;
+    model->record_consumer(10'000 * 1000, 1000);
+  };
+  Autotuner tuner(model, 2, /*background=*/false);
+  window(7'200);  // 42% of the 17.2 us per element
+  tuner.tune_once();
+  CHECK(pf->buffer.get() == 64);  // what the model promises
+  SECTION("the consumer waits as much as before: the buffer returns, and stays") {
+    window(7'200);
+    tuner.tune_once();
+    CHECK(pf->buffer.get() == 2);
+    for (int i = 0; i < 3; ++i) {
+      window(7'200);
+      tuner.tune_once();
+      CHECK(pf->buffer.get() == 2);
+    }
+    // After the hold it may try again; failing again, it holds twice as long.
+    window(7'200);
+    tuner.tune_once();
+    CHECK(pf->buffer.get() == 64);
+    window(7'200);
+    tuner.tune_once();
+    CHECK(pf->buffer.get() == 2);
+    for (int i = 0; i < 7; ++i) {
+      window(7'200);
+      tuner.tune_once();
+      CHECK(pf->buffer.get() == 2);
+    }
+  }
+  SECTION("the waiting falls as modelled: the buffer stays") {
+    for (int i = 0; i < 5; ++i) {
+      window(200);
+      tuner.tune_once();
+      CHECK(pf->buffer.get() == 64);
+    }
+  }
+}
+
+TEST_CASE("the gain of a tuning shows up when the measured time falls by half the modelled gain",
+          "[runtime][autotuner]") {
+  CHECK(gain_showed(1000, 200, 1000, 600));        // half of the modelled 800 ns
+  CHECK_FALSE(gain_showed(1000, 200, 1000, 700));  // less than half
+  CHECK(gain_showed(1000, 200, 400, 240));         // within 25% of the modelled time
+  CHECK(gain_showed(1000, 1000, 500, 900));        // no modelled gain: nothing to check
+}
+
 TEST_CASE("fixed knobs are left alone", "[runtime][autotuner]") {
   Synthetic p;
   const auto m = p.add<ParallelMapNode>("map", 50'000, 1000);

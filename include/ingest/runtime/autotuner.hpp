@@ -20,8 +20,10 @@
 // modelled latency most, so knobs also come down when costs fall. It uses
 // the measurements of the last period (or all of them while they are
 // few), so it follows stages whose costs change. It runs after 20 ms, then
-// with a period doubling up to 1 s. Every change is visible in stats() and,
-// when tracing, as a counter in the trace.
+// with a period doubling up to 1 s. A growth is kept only while its modelled
+// gain shows up in the next window's measurements (else the knobs it grew go
+// back and are held there, for longer after each failure). Every change is
+// visible in stats() and, when tracing, as a counter in the trace.
 #pragma once
 
 #include <unistd.h>
@@ -36,6 +38,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,7 +81,15 @@ class Optimizer {
       StageNode& n = *views_[i].node;
       par_.push_back(std::max<std::int64_t>(n.parallelism.get(), 1));
       buf_.push_back(std::max<std::int64_t>(n.buffer.get(), 1));
+      par_max_.push_back(n.parallelism.max());
+      buf_max_.push_back(n.buffer.max());
     }
+  }
+
+  /// Keeps view i's parallelism (or buffer) at most `value` in optimize().
+  void cap(std::size_t i, bool buffer, std::int64_t value) {
+    std::int64_t& max = buffer ? buf_max_[i] : par_max_[i];
+    max = std::max<std::int64_t>(1, std::min(max, value));
   }
 
   /// Modelled time per final element (ns) for the current knob values.
@@ -110,7 +121,7 @@ class Optimizer {
       bool best_is_buffer = false;
       for (std::size_t i = 0; i < views_.size(); ++i) {
         const StageNode& n = *views_[i].node;
-        if (n.parallelism.tunable() && par_[i] < n.parallelism.max()) {
+        if (n.parallelism.tunable() && par_[i] < par_max_[i]) {
           ++par_[i];
           const double t = output_time();
           if (t < best && buffered_bytes() <= budget.ram_bytes &&
@@ -121,9 +132,9 @@ class Optimizer {
           }
           --par_[i];
         }
-        if (n.buffer.tunable() && buf_[i] < n.buffer.max()) {
+        if (n.buffer.tunable() && buf_[i] < buf_max_[i]) {
           const std::int64_t old = buf_[i];
-          buf_[i] = std::min(n.buffer.max(), old * 2);
+          buf_[i] = std::min(buf_max_[i], old * 2);
           const double t = output_time();
           if (t < best && buffered_bytes() <= budget.ram_bytes) {
             best = t;
@@ -135,7 +146,7 @@ class Optimizer {
       }
       if (!(best + consumer_ns_ < (now + consumer_ns_) * 0.995)) break;
       if (best_is_buffer) {
-        buf_[best_i] = std::min(views_[best_i].node->buffer.max(), buf_[best_i] * 2);
+        buf_[best_i] = std::min(buf_max_[best_i], buf_[best_i] * 2);
       } else {
         ++par_[best_i];
       }
@@ -178,14 +189,27 @@ class Optimizer {
   std::vector<NodeView> views_;
   double consumer_ns_;
   std::vector<std::int64_t> par_, buf_;
+  std::vector<std::int64_t> par_max_, buf_max_;  // the knobs' maxima, or lower caps
 };
+
+/// Whether a tuning's modelled gain showed up in the measurements of the
+/// window after it: the consumer-visible time per element fell by at least
+/// half of what the model predicted, or came within 25% of the prediction.
+inline bool gain_showed(double modelled_before, double modelled_after, double measured_before,
+                        double measured_after) noexcept {
+  const double predicted = modelled_before - modelled_after;
+  if (predicted <= 0) return true;
+  return measured_before - measured_after >= 0.5 * predicted ||
+         measured_after <= 1.25 * modelled_after;
+}
 
 /// Runs the Optimizer periodically on a model and applies its decisions.
 class Autotuner {
  public:
-  Autotuner(std::shared_ptr<Model> model, std::int64_t cpu_budget)
+  /// With `background` false, no thread: tunings happen in tune_once() only (tests).
+  Autotuner(std::shared_ptr<Model> model, std::int64_t cpu_budget, bool background = true)
       : model_(std::move(model)), cpu_budget_(cpu_budget) {
-    thread_ = std::thread([this] { loop(); });
+    if (background) thread_ = std::thread([this] { loop(); });
   }
   Autotuner(const Autotuner&) = delete;
   Autotuner& operator=(const Autotuner&) = delete;
@@ -195,7 +219,7 @@ class Autotuner {
       stop_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
 
   /// Runs one tuning now (for tests); returns the modelled output time (ns).
@@ -229,14 +253,83 @@ class Autotuner {
                    "\"" + std::string(what) + "\": " + std::to_string(value)});
   }
 
+  // A tuning that grew knobs, on trial until the next windowed measurement.
+  struct Trial {
+    struct Growth {
+      const StageNode* node;
+      bool buffer;
+      std::int64_t from;
+    };
+    std::vector<Growth> grown;
+    double modelled_before = 0, modelled_after = 0;  // ns per element
+    double measured_before = 0;                      // the consumer-visible ns per element
+    int waited = 0;                                  // tunings without a windowed measurement
+  };
+  // A knob kept at most `value` until tuning `until`, after a growth that did not pay.
+  struct Ceiling {
+    const StageNode* node;
+    bool buffer;
+    std::int64_t value;
+    std::int64_t until;
+    std::int64_t hold;  // tunings; doubles each time the same growth fails
+  };
+
+  // Economy: a growth is kept only while the modelled gain shows up in the
+  // measurements. When it did not, each knob it grew returns to its value
+  // before and is held there for a while (4 tunings, doubling on each new
+  // failure, up to 64), after which it may try again.
+  void judge(Trial& trial, double measured, bool windowed) {
+    if (!windowed) {
+      if (++trial.waited < 3) return;  // judge on a window of its own
+      trial_.reset();
+      return;
+    }
+    if (!gain_showed(trial.modelled_before, trial.modelled_after, trial.measured_before,
+                     measured)) {
+      for (const Trial::Growth& g : trial.grown) {
+        auto c = std::find_if(ceilings_.begin(), ceilings_.end(), [&](const Ceiling& x) {
+          return x.node == g.node && x.buffer == g.buffer;
+        });
+        if (c == ceilings_.end())
+          c = ceilings_.insert(ceilings_.end(), {g.node, g.buffer, 0, 0, 2});
+        c->value = g.from;
+        c->hold = std::min<std::int64_t>(c->hold * 2, 64);
+        c->until = tunings_ + c->hold;
+        if (log_) {
+          log_line("autotune: " + g.node->name() + (g.buffer ? " buffer" : " parallelism") +
+                   " back to " + std::to_string(g.from) + " for " + std::to_string(c->hold) +
+                   " tunings: modelled " +
+                   std::to_string(static_cast<std::int64_t>(trial.modelled_before)) + " -> " +
+                   std::to_string(static_cast<std::int64_t>(trial.modelled_after)) +
+                   " ns/elem, measured " +
+                   std::to_string(static_cast<std::int64_t>(trial.measured_before)) + " -> " +
+                   std::to_string(static_cast<std::int64_t>(measured)));
+        }
+      }
+    }
+    trial_.reset();
+  }
+
   double tune() {
+    ++tunings_;
     Baseline next_baseline;
+    bool windowed = false;
     std::vector<NodeView> views =
-        snapshot(*model_, baseline_.empty() ? nullptr : &baseline_, &next_baseline);
+        snapshot(*model_, baseline_.empty() ? nullptr : &baseline_, &next_baseline, &windowed);
     baseline_ = std::move(next_baseline);
     if (views.empty()) return 0;
+    const double measured = views[0].inclusive_ns;  // the consumer's time in next(), per element
+    if (trial_) judge(*trial_, measured, windowed);
     const double consumer_ns = model_->consumer_ns_per_element();
     Optimizer optimizer(std::move(views), consumer_ns);
+    for (std::size_t i = 0; i < optimizer.views().size(); ++i) {
+      for (const Ceiling& c : ceilings_) {
+        if (c.node == optimizer.views()[i].node && tunings_ < c.until) {
+          optimizer.cap(i, c.buffer, c.value);
+        }
+      }
+    }
+    const double modelled_before = optimizer.output_time();
     Optimizer::Budget budget;
     const std::int64_t cpu = model_->cpu_budget.load(std::memory_order_relaxed);
     budget.cpu = cpu > 0 ? cpu : cpu_budget_;
@@ -249,10 +342,18 @@ class Autotuner {
     optimizer.optimize(budget);
     if (log_) log_decisions(optimizer, consumer_ns, budget);
     const std::int64_t now = now_ns();
+    Trial trial{{}, modelled_before, optimizer.output_time(), measured, 0};
     for (std::size_t i = 0; i < optimizer.views().size(); ++i) {
       StageNode& n = *optimizer.views()[i].node;
+      if (n.parallelism.tunable() && optimizer.parallelism(i) > n.parallelism.get())
+        trial.grown.push_back({&n, false, n.parallelism.get()});
+      if (n.buffer.tunable() && optimizer.buffer(i) > n.buffer.get())
+        trial.grown.push_back({&n, true, n.buffer.get()});
       apply(n, n.parallelism, optimizer.parallelism(i), "parallelism", now);
       apply(n, n.buffer, optimizer.buffer(i), "buffer", now);
+    }
+    if (!trial.grown.empty() && trial.modelled_after < trial.modelled_before) {
+      trial_ = std::move(trial);
     }
     return optimizer.output_time();
   }
@@ -285,7 +386,10 @@ class Autotuner {
   std::int64_t cpu_budget_;
   std::int64_t default_ram_ = 0;
   bool log_ = std::getenv("INGEST_AUTOTUNE_LOG") != nullptr;  // log every decision
-  Baseline baseline_;  // counters at the previous tuning: costs come from the window since
+  Baseline baseline_;           // counters at the previous tuning: costs come from the window since
+  std::optional<Trial> trial_;  // the last tuning's growth, until judged
+  std::vector<Ceiling> ceilings_;  // knobs held back after growths that did not pay
+  std::int64_t tunings_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
