@@ -161,9 +161,9 @@ class RejectionResampleIterator {
   static constexpr std::int64_t smoothing = 10;        // tf's smoothing_constant
 
   struct Slot {
-    std::optional<In> value;
+    std::optional<In> value{};
     std::int64_t cls = 0;
-    std::exception_ptr error;
+    std::exception_ptr error{};  ///< this element's failure, surfacing at its position
   };
 
  public:
@@ -197,8 +197,8 @@ class RejectionResampleIterator {
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     std::optional<value_type> out = draw_original() ? next_original() : next_filtered();
-    if (!out)
-      done_ = true;  // the stream drawn from ended: so does the pass (tf: stop_on_empty_dataset)
+    // The stream drawn from ended: so does the pass (tf: stop_on_empty_dataset).
+    if (!out) done_ = true;
     return out;
   }
 
