@@ -21,6 +21,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ingest/core/context.hpp"
 #include "ingest/core/iterator.hpp"
@@ -50,6 +51,8 @@ template <class Input, class S, class F>
 class ScanDataset;
 template <class Input>
 class UniqueDataset;
+template <class Input, class F>
+class RejectionResampleDataset;
 template <class Input>
 class WindowDataset;
 template <class Input, class F>
@@ -353,6 +356,26 @@ class DatasetBase {
     static_assert(std::is_copy_constructible_v<T>,
                   "unique: a copy of each distinct element is kept, so elements must be copyable");
     return UniqueDataset<Derived>(self());
+  }
+  /// Resamples so that the classes `class_func(const T&)` (integers in [0,
+  /// target_dist.size())) follow `target_dist` (tf: rejection_resample):
+  /// std::pair<std::int64_t, T>{class, element}, by tf.data's rejection
+  /// sampling mixed with the input itself, the input's distribution given as
+  /// `options.initial_dist` or estimated during the pass. Reads the input
+  /// twice; an element may come out twice. Throws InvalidArgument for bad
+  /// distributions. See stages/rejection_resample.hpp.
+  template <class F>
+  auto rejection_resample(F class_func, std::vector<double> target_dist,
+                          RejectionResampleOptions options = {}) const {
+    static_assert(std::is_invocable_v<F&, const T&>,
+                  "rejection_resample: class_func cannot be called with const element&");
+    if constexpr (std::is_invocable_v<F&, const T&>) {
+      static_assert(std::is_integral_v<std::decay_t<std::invoke_result_t<F&, const T&>>>,
+                    "rejection_resample: class_func must return an integer class in [0, "
+                    "num_classes)");
+    }
+    return RejectionResampleDataset<Derived, F>(self(), std::move(class_func),
+                                                std::move(target_dist), std::move(options));
   }
   /// All but the first `count` elements; -1 skips everything (tf: skip).
   auto skip(std::int64_t count) const { return SkipDataset<Derived>(self(), count); }

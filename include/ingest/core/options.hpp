@@ -87,6 +87,16 @@ struct ShuffleOptions {
   bool reshuffle_each_iteration = true;
 };
 
+/// Options of rejection_resample; see stages/rejection_resample.hpp.
+struct RejectionResampleOptions {
+  /// The input's class distribution (weights, one per class, normalised);
+  /// without it, estimated from the classes seen as the pass goes.
+  std::optional<std::vector<double>> initial_dist{};
+  /// Seed of the sampler's draws; without one, each rejection_resample() call
+  /// draws one (shared by the dataset's copies and all their iterators).
+  std::optional<std::uint64_t> seed{};
+};
+
 /// Options applied to the stages before with_options() (tf: Dataset.with_options).
 struct PipelineOptions {
   /// Compute threads of a runtime private to each iterator of this pipeline.
