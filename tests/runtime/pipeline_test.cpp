@@ -61,6 +61,39 @@ TEST_CASE("on_progress reports at the end of the pass, and each interval", "[run
   }
 }
 
+TEST_CASE("mid-run counts are consistent across stages", "[runtime][pipeline][concurrency]") {
+  bool checked = false;
+  std::int64_t reports = 0;
+  auto ds = range(3000)
+                .map([](std::int64_t x) { return x * 2; }, {.parallelism = 2})
+                .filter([](std::int64_t x) { return x % 3 != 0; })
+                .batch(16)
+                .prefetch(2)
+                .with_options({.threads = 2,
+                               .on_progress =
+                                   [&](const PipelineStats& s) {
+                                     // Read consumer first: an input has counted every
+                                     // element its consumer has.
+                                     const auto fetched = elements_of(s, "prefetch");
+                                     const auto batches = elements_of(s, "batch");
+                                     const auto kept = elements_of(s, "filter");
+                                     const auto mapped = elements_of(s, "parallel_map");
+                                     const auto read = elements_of(s, "range");
+                                     CHECK(fetched <= batches);
+                                     CHECK(16 * batches <= kept + 15);
+                                     CHECK(kept <= mapped);
+                                     CHECK(mapped <= read);
+                                     checked = true;
+                                     ++reports;
+                                   },
+                               .progress_interval = 0ms});
+  std::int64_t n = 0;
+  for (auto&& b : ds) n += b.dim(0);
+  CHECK(checked);
+  CHECK(reports > 100);
+  CHECK(n == 2000);
+}
+
 TEST_CASE("an exception from on_progress leaves next() before an element is taken",
           "[runtime][pipeline]") {
   int calls = 0;

@@ -176,7 +176,8 @@ class StageNode {
 
   // ---- measurements (all relaxed atomics; readers take snapshots) ----
 
-  /// Elements this stage produced (seen by its consumer).
+  /// Elements this stage produced (seen by its consumer) by probes that have
+  /// ended; element_count() adds the running ones'.
   std::atomic<std::int64_t> elements{0};
   /// The estimated total time of all calls of next()/fill() (inclusive of
   /// inputs pulled on the same thread): each sampled call's time weighted by
@@ -225,6 +226,33 @@ class StageNode {
   /// (a batch stage sets its batch size).
   std::atomic<double> nominal_ratio{1.0};
 
+  /// Elements produced so far, exact at any moment: the closed probes'
+  /// counts plus the live counts of the probes still running.
+  std::int64_t element_count() const {
+    std::lock_guard lock(counts_mu_);
+    std::int64_t n = elements.load(std::memory_order_acquire);
+    for (const auto& c : counts_) n += c->load(std::memory_order_acquire);
+    return n;
+  }
+  /// A live count for a probe of this node, which stores its count there
+  /// after every element it produces (a plain store, no atomic read-modify-write).
+  std::atomic<std::int64_t>* open_count() {
+    std::lock_guard lock(counts_mu_);
+    if (free_counts_.empty()) {
+      counts_.push_back(std::make_unique<std::atomic<std::int64_t>>(0));
+      return counts_.back().get();
+    }
+    std::atomic<std::int64_t>* c = free_counts_.back();
+    free_counts_.pop_back();
+    return c;
+  }
+  /// The probe ends: its count moves into `elements`, and the slot is reused.
+  void close_count(std::atomic<std::int64_t>* c) noexcept {
+    std::lock_guard lock(counts_mu_);
+    elements.fetch_add(c->exchange(0, std::memory_order_relaxed), std::memory_order_release);
+    free_counts_.push_back(c);
+  }
+
   /// Average bytes of an element, from samples (0 if none yet).
   double bytes_per_element() const noexcept {
     const auto n = bytes_samples.load(std::memory_order_relaxed);
@@ -241,6 +269,9 @@ class StageNode {
   class Model* model_;
   NodeTraits traits_;
   std::vector<StageNode*> inputs_;  // guarded by the model's mutex
+  mutable std::mutex counts_mu_;
+  std::vector<std::unique_ptr<std::atomic<std::int64_t>>> counts_;  // live and free slots
+  std::vector<std::atomic<std::int64_t>*> free_counts_;
 };
 
 /// A map with a parallelism (and the fused map-and-batch): the function runs

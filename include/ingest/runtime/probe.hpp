@@ -1,9 +1,11 @@
 // Measurement at every stage boundary, in one place: each stage gets its
 // input's iterator through child_iterator(), which registers the input's
 // node in the pipeline's model and wraps the iterator in a Probe. The probe
-// counts elements in plain members and times one call in `period` (two
-// clock reads per 64 calls), publishing to the node's atomics at the same
-// rate, so there is no lock and no atomic per element. Tracing raises the
+// counts elements in a plain member and stores the count into a slot of its
+// own (a plain store on x86; no lock and no atomic read-modify-write per
+// element), so stats() read at any moment are exact and consistent between
+// stages; it times one call in `period` (two clock reads per 64 calls),
+// publishing times to the node's atomics at that rate. Tracing raises the
 // rate to every call for stages at or above a batch. Without a model (a
 // pipeline iterated with measurement off) a probe is a pass-through.
 #pragma once
@@ -80,6 +82,7 @@ class Probe {
       period_ = 1;
       every_call_ = true;
     }
+    if (node_) live_ = node_->open_count();
     countdown_ = 1;  // measure the first call: it sets the sampling period
   }
   Probe(Probe&& o) noexcept
@@ -90,9 +93,12 @@ class Probe {
         every_call_(o.every_call_),
         countdown_(o.countdown_),
         weight_(o.weight_),
-        elements_(std::exchange(o.elements_, 0)) {}
+        elements_(std::exchange(o.elements_, 0)),
+        live_(std::exchange(o.live_, nullptr)) {}
   Probe& operator=(Probe&&) = delete;
-  ~Probe() { publish(); }
+  ~Probe() {
+    if (node_) node_->close_count(live_);
+  }
 
   // Always inlined: a probe sits at every stage boundary, and GCC returns a
   // std::optional from a call that is not inlined through the stack, storing
@@ -102,11 +108,8 @@ class Probe {
     if (node_ == nullptr) return it_.next();
     if (--countdown_ != 0) [[likely]] {
       std::optional<value_type> x = it_.next();
-      if (x) [[likely]] {
-        ++elements_;
-      } else {
-        publish();  // the end: make the final counts visible
-      }
+      if (x) [[likely]]
+        count(1);
       return x;
     }
     return sampled_next();
@@ -116,7 +119,7 @@ class Probe {
     if (node_ == nullptr) return it_.fill(out);
     if (--countdown_ != 0) [[likely]] {
       const std::size_t n = it_.fill(out);
-      elements_ += static_cast<std::int64_t>(n);
+      count(static_cast<std::int64_t>(n));
       return n;
     }
     const std::int64_t start = ticks();
@@ -130,7 +133,7 @@ class Probe {
                        std::exception_ptr& error) requires map_fusing_iterator<It, F, U> {
     if (node_ == nullptr) return it_.fill_map(out, f, error);
     const std::size_t n = it_.fill_map(out, f, error);
-    elements_ += static_cast<std::int64_t>(n + (error ? 1 : 0));
+    count(static_cast<std::int64_t>(n + (error ? 1 : 0)));
     return n;
   }
 
@@ -166,24 +169,23 @@ class Probe {
       period_ = took > 2'000 && model_->tracing() ? 1 : took > 20'000 ? 2 : took > 2'000 ? 8 : 64;
     }
     countdown_ = weight_ = period_;
-    elements_ += static_cast<std::int64_t>(produced);
+    count(static_cast<std::int64_t>(produced));
     if (produced) {
       node_->sampled_bytes.fetch_add(static_cast<std::int64_t>(bytes / produced),
                                      std::memory_order_relaxed);
       node_->bytes_samples.fetch_add(1, std::memory_order_relaxed);
     }
-    publish();
     if (model_->tracing() && produced && !node_->hidden()) {
       const std::int64_t end = now_ns();
       model_->trace({node_->name(), 'X', end - took, took, thread_number(), {}});
     }
   }
 
-  void publish() noexcept {
-    if (node_ && elements_) {
-      node_->elements.fetch_add(elements_, std::memory_order_relaxed);
-      elements_ = 0;
-    }
+  // The count is this probe's own: a release store (a plain store on x86)
+  // makes it exact for readers at any moment, after the inputs' counts.
+  void count(std::int64_t n) noexcept {
+    elements_ += n;
+    live_->store(elements_, std::memory_order_release);
   }
 
   It it_;
@@ -192,8 +194,9 @@ class Probe {
   std::int64_t period_ = 64;
   bool every_call_ = false;  // traced and batched: every call is measured
   std::int64_t countdown_ = 64;
-  std::int64_t weight_ = 1;    // calls the next sample stands for
-  std::int64_t elements_ = 0;  // produced since the last publish
+  std::int64_t weight_ = 1;                    // calls the next sample stands for
+  std::int64_t elements_ = 0;                  // produced by this probe
+  std::atomic<std::int64_t>* live_ = nullptr;  // its node's live count of it
 };
 
 /// The iterator of `input` for the stage whose context is `ctx`: registers

@@ -121,8 +121,7 @@ inline double input_ratio(const NodeView& v, const NodeView& in) noexcept {
 struct Counters {
   std::int64_t elements = 0, estimated_ns = 0, samples = 0, work_ns = 0, wait_ns = 0;
   static Counters read(const StageNode& n) noexcept {
-    return {n.elements.load(std::memory_order_relaxed),
-            n.estimated_ns.load(std::memory_order_relaxed),
+    return {n.element_count(), n.estimated_ns.load(std::memory_order_relaxed),
             n.samples.load(std::memory_order_relaxed), n.work_ns.load(std::memory_order_relaxed),
             n.wait_ns.load(std::memory_order_relaxed)};
   }
