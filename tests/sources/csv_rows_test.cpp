@@ -267,3 +267,32 @@ TEST_CASE("csv_rows: long records, small buffers, gzip, delimiters", "[sources][
     if (i == 250) break;  // an iterator destroyed mid-file
   }
 }
+
+TEST_CASE("csv_rows: the README's example", "[sources][csv_rows]") {
+  TempDir dir;
+  write_file(dir / "train.csv", "age,fare,class,survived\n22,7.25,3,0\n,71.3,1,1\n26,,3,1\n");
+  auto ds = ingest::csv_rows(dir / "train.csv", {.select_columns = {"survived", "age", "fare"},
+                                                 .column_defaults = {std::nullopt, "30", "0"}})
+                .map([](const ingest::CsvRow& row) {
+                  return std::tuple(row.get<float>("age"), row.get<float>("fare"),
+                                    row.get<std::int64_t>("survived"));
+                })
+                .shuffle(1000, {.seed = 1})
+                .batch(32);
+  const auto batches = collect(ds);
+  REQUIRE(batches.size() == 1);
+  const auto& [age, fare, survived] = batches[0];
+  REQUIRE(age.shape() == Shape{3});
+  // Shuffled: compare as sums (22 + 30 + 26, 7.25 + 71.3 + 0, 0 + 1 + 1).
+  float age_sum = 0;
+  float fare_sum = 0;
+  std::int64_t survived_sum = 0;
+  for (std::int64_t i = 0; i < 3; ++i) {
+    age_sum += age.data<float>()[i];
+    fare_sum += fare.data<float>()[i];
+    survived_sum += survived.data<std::int64_t>()[i];
+  }
+  CHECK(age_sum == 78.0f);
+  CHECK(fare_sum == Approx(78.55f));
+  CHECK(survived_sum == 2);
+}
