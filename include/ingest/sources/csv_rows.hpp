@@ -111,6 +111,8 @@ class CsvRow {
   /// The text of column `name` (its default if the field was empty).
   /// Throws InvalidArgument naming the column and the row's columns if absent.
   std::string_view operator[](std::string_view name) const { return field(index_of(name)); }
+  /// By position, use field(i): row[0] would otherwise become a null name.
+  std::string_view operator[](std::size_t) const = delete;
   /// The text of the i-th column (names()[i]); i < size().
   std::string_view field(std::size_t i) const noexcept {
     const std::size_t n = size();
@@ -270,7 +272,7 @@ class CsvRowsReader {
     char* text = ends + n * sizeof(std::uint32_t);
     std::uint32_t end = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      std::memcpy(text + end, texts_[i].data(), texts_[i].size());
+      if (!texts_[i].empty()) std::memcpy(text + end, texts_[i].data(), texts_[i].size());
       end += static_cast<std::uint32_t>(texts_[i].size());
       std::memcpy(ends + i * sizeof(std::uint32_t), &end, sizeof end);
     }
