@@ -27,6 +27,7 @@
 #include "ingest/formats/tfrecord_writer.hpp"
 #include "ingest/runtime/runtime.hpp"
 #include "ingest/sources/csv.hpp"
+#include "ingest/sources/csv_rows.hpp"
 #include "ingest/sources/fixed_length_records.hpp"
 #include "ingest/sources/from_generator.hpp"
 #include "ingest/sources/from_vector.hpp"

@@ -79,9 +79,33 @@ TEST_CASE("malformed CSV names the line and column and skips the record", "[form
       CHECK_THAT(e.message(), Catch::Contains(what));
     }
   };
-  expect_error(2, 2, "quote inside an unquoted field");
-  expect_error(3, 2, "after the closing quote");
-  expect_error(4, 2, "unterminated quoted field");
+  // Columns are numbered from 0, as select_cols numbers them (issue 16 item 3).
+  expect_error(2, 1, "quote inside an unquoted field");
+  expect_error(3, 1, "after the closing quote");
+  expect_error(4, 1, "unterminated quoted field");
+  CHECK_FALSE(reader.next());
+}
+
+TEST_CASE("CSV errors number columns from 0 in the context and in what()", "[formats][csv]") {
+  // issue 16 item 3: messages said "column 1" for the first column while
+  // select_cols and exclude_cols count from 0.
+  TempDir dir;
+  write_file(dir / "f.csv", "x\"y,b\nok,\"a\"b,c\n");
+  detail::CsvRecordReader reader(dir / "f.csv", Compression::none, 64, {});
+  try {
+    reader.next();
+    FAIL("no error");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.context().column == 0);
+    CHECK_THAT(e.what(), Catch::Contains("line 1, column 0") && Catch::Contains("f.csv"));
+  }
+  try {
+    reader.next();
+    FAIL("no error");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.context().column == 1);
+    CHECK_THAT(e.what(), Catch::Contains("line 2, column 1"));
+  }
   CHECK_FALSE(reader.next());
 }
 

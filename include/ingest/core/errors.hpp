@@ -22,7 +22,7 @@ struct ErrorContext {
   std::string file{};                     ///< path of the file being read
   std::optional<std::uint64_t> offset{};  ///< byte offset in the (decompressed) file
   std::optional<std::int64_t> line{};     ///< 1-based line (text formats)
-  std::optional<std::int64_t> column{};   ///< 1-based column (CSV)
+  std::optional<std::int64_t> column{};   ///< 0-based column (CSV, as select_cols)
 };
 
 /// Base of every exception ingest throws.

@@ -4,7 +4,8 @@
 // doubled quotes (""). An empty line is a record of one empty field, as in
 // CsvDataset; a line break at the very end of the data ends the last record
 // and makes none. tf counterpart: the record splitting of CsvDataset. Errors
-// are InvalidArgument naming the file, line and column. Not synchronised.
+// are InvalidArgument naming the file, the line (1-based) and the column
+// (0-based, as select_cols numbers them). Not synchronised.
 #pragma once
 
 #include <cstddef>
@@ -132,7 +133,7 @@ class CsvRecordReader {
       return {Scan::error, after, count_newlines(p, after)};
     };
     for (;;) {
-      const std::size_t column = fields_.size() + 1;
+      const std::size_t column = fields_.size();  // 0-based, as the API numbers columns
       const std::int64_t field_line = lines;
       if (dialect_.quoting && pos < n && p[pos] == '"') {
         std::size_t q = pos + 1;
