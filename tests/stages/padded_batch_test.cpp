@@ -112,3 +112,29 @@ TEST_CASE("padded_batch matches tf.data on padded shapes that do not fit (issue 
   CHECK_THROWS_AS(range(4).padded_batch(2, {.padded_shapes = {Shape{}, Shape{}}}), InvalidArgument);
   CHECK_THROWS_AS(range(4).padded_batch(2, {.padding_values = {1, 2}}), InvalidArgument);
 }
+
+TEST_CASE("padded_batch with pad_unknown_dims_to pads the open dimensions to that size",
+          "[stages][padded_batch]") {
+  // What bucket_by_sequence_length's pad_to_bucket_boundary uses: every
+  // dimension without a padded size (-1, or no padded shape) pads to it.
+  auto batches = collect(ragged(3).padded_batch(2, {.pad_unknown_dims_to = 4}));
+  REQUIRE(batches.size() == 2);
+  CHECK(batches[0] == Tensor::from_values<std::int32_t>({1, 0, 0, 0, 1, 2, 0, 0}, Shape{2, 4}));
+  CHECK(batches[1].shape() == Shape{1, 4});
+  // A padded shape's own sizes win over it.
+  auto tensors = range(1, 3).map([](std::int64_t x) {
+    return Tensor::zeros(DType::float32, Shape{x, 2});
+  });
+  auto t =
+      collect(tensors.padded_batch(2, {.padded_shapes = {Shape{-1, 3}}, .pad_unknown_dims_to = 5}));
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].shape() == Shape{2, 5, 3});
+  // An element larger than it fails the batch; a negative size is rejected.
+  auto small = collect_outcomes(ragged(3).padded_batch(3, {.pad_unknown_dims_to = 2}));
+  REQUIRE(small.size() == 1);
+  CHECK(small[0].error.find("DataLossError: padded_batch: component 0: element 2 of the batch "
+                            "has size 3 in dimension 0, larger than the size 2 it pads to") == 0);
+  CHECK_THROWS_WITH(ragged(3).padded_batch(2, {.pad_unknown_dims_to = -1}),
+                    "InvalidArgument: padded_batch: pad_unknown_dims_to must be >= 0; got -1 "
+                    "[stage 'padded_batch']");
+}

@@ -57,6 +57,10 @@ template <class Input>
 class WindowDataset;
 template <class Input, class F>
 class FlatMapDataset;
+template <class Input, class KeyFn, class ReduceFn, class SizeFn>
+class GroupByWindowDataset;
+template <class Input, class LengthFn>
+class BucketBySequenceLengthDataset;
 template <class Input>
 class SkipDataset;
 template <class Input>
@@ -124,6 +128,7 @@ template <class T>
 } > {};
 template <class... Ts>
 struct is_paddable<std::tuple<Ts...>> : std::bool_constant<(is_paddable<Ts>::value && ...)> {};
+struct FixedWindowSize;
 }  // namespace detail
 
 /// Elements padded_batch can pad (padded_batch_traits<T>, see core/padding.hpp).
@@ -483,6 +488,83 @@ class DatasetBase {
         return FlatMapDataset<Derived, F>(self(), std::move(f));
       }
     }
+  }
+
+  /// group_by_window's compile-time checks of key_func and reduce_func.
+  template <class KeyFn, class ReduceFn>
+  static constexpr void check_group_by_window_functions() {
+    static_assert(std::is_invocable_v<KeyFn&, const T&>,
+                  "group_by_window: key_func cannot be called with const element&");
+    if constexpr (std::is_invocable_v<KeyFn&, const T&>) {
+      static_assert(std::is_integral_v<std::decay_t<std::invoke_result_t<KeyFn&, const T&>>>,
+                    "group_by_window: key_func must return an integer (the element's int64 key)");
+    }
+    static_assert(std::is_invocable_v<ReduceFn&, std::int64_t, std::vector<T>&&>,
+                  "group_by_window: reduce_func cannot be called as f(std::int64_t key, "
+                  "std::vector<element>&& window)");
+    if constexpr (std::is_invocable_v<ReduceFn&, std::int64_t, std::vector<T>&&>) {
+      static_assert(
+          dataset<std::decay_t<std::invoke_result_t<ReduceFn&, std::int64_t, std::vector<T>&&>>>,
+          "group_by_window: reduce_func must return a dataset (e.g. "
+          "ingest::from_vector(std::move(window)).batch(n))");
+    }
+  }
+
+  /// Groups the elements by `key_func(const T&)` (an integer) into windows of
+  /// `window_size` per key; each full window goes to `reduce_func(key,
+  /// std::vector<T>&& window)`, which returns a dataset whose elements are
+  /// produced in order (tf: group_by_window). At the end of the input the
+  /// partial windows are reduced in ascending key order. Throws
+  /// InvalidArgument unless window_size > 0. See stages/group_by_window.hpp.
+  template <class KeyFn, class ReduceFn>
+  auto group_by_window(KeyFn key_func, ReduceFn reduce_func, std::int64_t window_size) const {
+    check_group_by_window_functions<KeyFn, ReduceFn>();
+    return GroupByWindowDataset<Derived, KeyFn, ReduceFn, detail::FixedWindowSize>(
+        self(), std::move(key_func), std::move(reduce_func), window_size);
+  }
+  /// group_by_window with each key's window size given by
+  /// `window_size_func(std::int64_t key)` (an integer > 0, else the element
+  /// that brought the key fails with InvalidArgument), asked once per key and
+  /// iterator (tf: group_by_window's window_size_func).
+  template <class KeyFn, class ReduceFn, class SizeFn>
+  requires(!std::is_convertible_v<SizeFn, std::int64_t>) auto group_by_window(
+      KeyFn key_func, ReduceFn reduce_func, SizeFn window_size_func) const {
+    check_group_by_window_functions<KeyFn, ReduceFn>();
+    static_assert(std::is_invocable_v<SizeFn&, std::int64_t>,
+                  "group_by_window: window_size_func cannot be called with a std::int64_t key");
+    if constexpr (std::is_invocable_v<SizeFn&, std::int64_t>) {
+      static_assert(std::is_integral_v<std::decay_t<std::invoke_result_t<SizeFn&, std::int64_t>>>,
+                    "group_by_window: window_size_func must return an integer (the window size)");
+    }
+    return GroupByWindowDataset<Derived, KeyFn, ReduceFn, SizeFn>(
+        self(), std::move(key_func), std::move(reduce_func), std::move(window_size_func));
+  }
+
+  /// Batches elements of similar length together (tf: bucket_by_sequence_length):
+  /// bucket i holds the elements whose `element_length_func(const T&)` lies in
+  /// [bucket_boundaries[i-1], bucket_boundaries[i]) (the first bucket from
+  /// minus infinity, the last to infinity), and a bucket is padded and batched
+  /// as padded_batch does once it holds bucket_batch_sizes[i] elements
+  /// (boundaries.size() + 1 of them); the partial buckets at the end of the
+  /// input in ascending bucket order. With options.no_padding, buckets stack
+  /// as batch() does. Throws InvalidArgument for bad arguments. See
+  /// stages/bucket_by_sequence_length.hpp.
+  template <class LengthFn>
+  auto bucket_by_sequence_length(LengthFn element_length_func,
+                                 std::vector<std::int64_t> bucket_boundaries,
+                                 std::vector<std::int64_t> bucket_batch_sizes,
+                                 BucketOptions options = {}) const {
+    static_assert(std::is_invocable_v<LengthFn&, const T&>,
+                  "bucket_by_sequence_length: element_length_func cannot be called with const "
+                  "element&");
+    if constexpr (std::is_invocable_v<LengthFn&, const T&>) {
+      static_assert(
+          std::is_integral_v<std::decay_t<std::invoke_result_t<LengthFn&, const T&>>>,
+          "bucket_by_sequence_length: element_length_func must return an integer (the length)");
+    }
+    return BucketBySequenceLengthDataset<Derived, LengthFn>(
+        self(), std::move(element_length_func), std::move(bucket_boundaries),
+        std::move(bucket_batch_sizes), std::move(options));
   }
 
   /// Shuffles with a buffer of `buffer_size` elements (tf: shuffle).

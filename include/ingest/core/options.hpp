@@ -150,6 +150,29 @@ struct PaddedBatchOptions {
   std::vector<double> padding_values{};
   /// Drop a last batch smaller than the batch size.
   bool drop_remainder = false;
+  /// When set, the dimensions that would pad to the longest in the batch (-1
+  /// in a padded shape, every dimension of a component without one) pad to
+  /// this size instead (an element larger than it fails the batch, as a
+  /// padded shape does). ingest's own: bucket_by_sequence_length's
+  /// pad_to_bucket_boundary sets it to the bucket's boundary - 1 (tf fills
+  /// the unknown dimensions of the padded shapes with it).
+  std::optional<std::int64_t> pad_unknown_dims_to{};
+};
+
+/// Options of bucket_by_sequence_length (tf: its keyword arguments).
+struct BucketOptions {
+  /// As PaddedBatchOptions::padded_shapes (ignored with no_padding).
+  std::vector<Shape> padded_shapes{};
+  /// As PaddedBatchOptions::padding_values (ignored with no_padding).
+  std::vector<double> padding_values{};
+  /// Pad the dimensions without a padded size to the bucket's boundary - 1
+  /// instead of the batch's longest; an element whose length is not below
+  /// the last boundary then fails with InvalidArgument.
+  bool pad_to_bucket_boundary = false;
+  /// Stack buckets as batch() does (elements of equal shape), unpadded.
+  bool no_padding = false;
+  /// Drop the partial buckets left at the end of the input.
+  bool drop_remainder = false;
 };
 
 /// Options of ignore_errors.

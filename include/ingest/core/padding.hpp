@@ -152,26 +152,31 @@ Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, st
     }
     for (std::size_t k = 0; k < rank; ++k) target[k] = std::max(target[k], v.shape[k]);
   }
-  if (component < options.padded_shapes.size()) {
+  const bool has_shape = component < options.padded_shapes.size();
+  if (has_shape && options.padded_shapes[component].rank() != rank) {
     const Shape& want = options.padded_shapes[component];
-    if (want.rank() != rank) {
-      throw InvalidArgument("padded_batch: " + component_name(component) + ": padded shape " +
-                            want.to_string() + " has rank " + std::to_string(want.rank()) +
-                            " but the elements have rank " + std::to_string(rank));
-    }
+    throw InvalidArgument("padded_batch: " + component_name(component) + ": padded shape " +
+                          want.to_string() + " has rank " + std::to_string(want.rank()) +
+                          " but the elements have rank " + std::to_string(rank));
+  }
+  if (has_shape || options.pad_unknown_dims_to) {
     for (std::size_t k = 0; k < rank; ++k) {
-      if (want[k] < 0) continue;
-      if (want[k] < target[k]) {
+      const std::int64_t given = has_shape ? options.padded_shapes[component][k] : -1;
+      const std::int64_t want = given >= 0 ? given : options.pad_unknown_dims_to.value_or(-1);
+      if (want < 0) continue;
+      if (want < target[k]) {
         // tf.data: DataLoss, "attempted to pad to a smaller size than the input element".
         std::size_t i = 0;
-        while (i + 1 < n && get(i).shape[k] <= want[k]) ++i;
-        throw DataLossError("padded_batch: " + component_name(component) + ": element " +
-                            std::to_string(i) + " of the batch has size " +
-                            std::to_string(get(i).shape[k]) + " in dimension " + std::to_string(k) +
-                            ", larger than the padded shape " + want.to_string() +
-                            " (padding cannot shrink an element)");
+        while (i + 1 < n && get(i).shape[k] <= want) ++i;
+        throw DataLossError(
+            "padded_batch: " + component_name(component) + ": element " + std::to_string(i) +
+            " of the batch has size " + std::to_string(get(i).shape[k]) + " in dimension " +
+            std::to_string(k) + ", larger than " +
+            (given >= 0 ? "the padded shape " + options.padded_shapes[component].to_string()
+                        : "the size " + std::to_string(want) + " it pads to") +
+            " (padding cannot shrink an element)");
       }
-      target[k] = want[k];
+      target[k] = want;
     }
   }
   const double pad =
@@ -212,10 +217,16 @@ Tensor pad_views(std::size_t n, Get&& get, const PaddedBatchOptions& options, st
 /// could not fit max_tensor_bytes even at one byte per value (so an
 /// impossible size fails here, with the argument named, not at allocation).
 inline void check_padded_batch_options(std::int64_t batch_size, const PaddedBatchOptions& options,
-                                       std::size_t components) {
-  const ErrorContext where{.stage = "padded_batch"};
+                                       std::size_t components,
+                                       const std::string& stage = "padded_batch") {
+  const ErrorContext where{.stage = stage};
+  if (options.pad_unknown_dims_to && *options.pad_unknown_dims_to < 0) {
+    throw InvalidArgument(stage + ": pad_unknown_dims_to must be >= 0; got " +
+                              std::to_string(*options.pad_unknown_dims_to),
+                          where);
+  }
   if (options.padded_shapes.size() > components || options.padding_values.size() > components) {
-    throw InvalidArgument("padded_batch: " + std::to_string(options.padded_shapes.size()) +
+    throw InvalidArgument(stage + ": " + std::to_string(options.padded_shapes.size()) +
                               " padded shapes and " +
                               std::to_string(options.padding_values.size()) +
                               " padding values given for an element of " +
@@ -227,7 +238,7 @@ inline void check_padded_batch_options(std::int64_t batch_size, const PaddedBatc
     std::uint64_t n = static_cast<std::uint64_t>(batch_size);
     for (std::int64_t d : want) {
       if (d > 0 && !bounded_mul(n, static_cast<std::uint64_t>(d), n)) {
-        throw InvalidArgument("padded_batch: padded_shapes[" + std::to_string(c) + "] " +
+        throw InvalidArgument(stage + ": padded_shapes[" + std::to_string(c) + "] " +
                                   want.to_string() + " with batch_size " +
                                   std::to_string(batch_size) + " exceeds " + tib_limit(),
                               where);

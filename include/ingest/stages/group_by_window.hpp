@@ -1,0 +1,128 @@
+// group_by_window(key_func, reduce_func, window_size | window_size_func):
+// files each element under key_func(element) (an int64); when a key's window
+// holds its window size (window_size, or window_size_func(key), asked once
+// per key and iterator), reduce_func(key, std::vector<T>&& window) returns a
+// dataset whose elements are produced in order, as flat_map does. At the end
+// of the input the partial windows are reduced in ascending key order. tf.data
+// counterpart: Dataset.group_by_window (GroupByWindowDataset), with a window
+// as std::vector<T> (as window() has it), not a dataset.
+// Runs on the iterating thread; the datasets reduce_func returns run in this
+// stage's context and appear in stats as its inputs. Memory: elements wait in
+// their key's window until it fills or the input ends (a key that rarely
+// fills holds its elements for the whole pass), and each key seen keeps a
+// small entry until the iterator is destroyed. Errors: an input element's
+// error surfaces in its place; an exception from key_func or window_size_func
+// (or a window size <= 0) fails that element (stage "group_by_window", its
+// index in the input) and drops it; one from reduce_func fails the window
+// (its first element's index); an error inside a returned dataset surfaces
+// where it occurs. Iteration may continue after any of them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
+#include "ingest/runtime/window_groups.hpp"
+
+namespace ingest {
+
+namespace detail {
+template <class ReduceFn, class T>
+using group_reduce_t =
+    std::decay_t<std::invoke_result_t<ReduceFn&, std::int64_t, std::vector<T>&&>>;
+}  // namespace detail
+
+template <class InputIt, class KeyFn, class ReduceFn, class SizeFn>
+class GroupByWindowIterator {
+  using In = typename InputIt::value_type;
+  using Inner = detail::group_reduce_t<ReduceFn, In>;
+  using InnerIt = detail::child_iterator_t<Inner>;
+
+ public:
+  using value_type = typename Inner::element_type;
+
+  /// `ctx` is the context the datasets reduce_func returns are iterated in.
+  GroupByWindowIterator(InputIt input, KeyFn key_fn, ReduceFn reduce_fn, SizeFn size_fn,
+                        IteratorContext ctx)
+      : groups_(std::move(input), std::move(key_fn), std::move(size_fn), "group_by_window",
+                ctx.cancellation),
+        reduce_fn_(std::move(reduce_fn)),
+        ctx_(std::move(ctx)) {}
+
+  std::optional<value_type> next() {
+    for (;;) {
+      if (current_) {
+        if (std::optional<value_type> x = current_->next()) return x;
+        current_.reset();
+        detail::throw_if_cancelled(ctx_.cancellation);  // a long run of empty datasets
+      }
+      std::optional<detail::GroupWindow<In>> w = groups_.next();
+      if (!w) return std::nullopt;
+      current_.emplace(
+          detail::child_iterator(detail::invoke_user("group_by_window", w->first, reduce_fn_,
+                                                     w->key, std::move(w->elements)),
+                                 ctx_, " (each window)"));
+    }
+  }
+
+ private:
+  detail::WindowGroups<InputIt, KeyFn, SizeFn> groups_;
+  ReduceFn reduce_fn_;
+  IteratorContext ctx_;
+  std::optional<InnerIt> current_;  // the iterator of the last window's dataset
+};
+
+template <class Input, class KeyFn, class ReduceFn, class SizeFn>
+class GroupByWindowDataset
+    : public detail::UnaryStage<
+          GroupByWindowDataset<Input, KeyFn, ReduceFn, SizeFn>, Input,
+          typename detail::group_reduce_t<ReduceFn, typename Input::element_type>::element_type> {
+ public:
+  static constexpr std::string_view stage_name = "group_by_window";
+
+  /// With window_size_func: each key's window size is window_size_func(key).
+  GroupByWindowDataset(Input input, KeyFn key_fn, ReduceFn reduce_fn, SizeFn size_fn)
+      : GroupByWindowDataset::UnaryStage(std::move(input)),
+        key_fn_(std::move(key_fn)),
+        reduce_fn_(std::move(reduce_fn)),
+        size_fn_(std::move(size_fn)) {}
+  /// With one window size for every key; throws InvalidArgument unless it is > 0.
+  GroupByWindowDataset(
+      Input input, KeyFn key_fn, ReduceFn reduce_fn,
+      std::int64_t window_size) requires std::is_same_v<SizeFn, detail::FixedWindowSize>
+      : GroupByWindowDataset(std::move(input), std::move(key_fn), std::move(reduce_fn),
+                             detail::FixedWindowSize{window_size}) {
+    if (window_size <= 0) {
+      throw InvalidArgument(
+          "group_by_window: window_size must be > 0; got " + std::to_string(window_size),
+          {.stage = "group_by_window"});
+    }
+  }
+
+  template <class It>
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    return GroupByWindowIterator<It, KeyFn, ReduceFn, SizeFn>(std::move(input), key_fn_, reduce_fn_,
+                                                              size_fn_, ctx);
+  }
+
+  /// As tf.data: infinite after an infinite input, else unknown.
+  std::int64_t cardinality() const {
+    const std::int64_t n = this->input_cardinality();
+    return n == infinite_cardinality ? n : unknown_cardinality;
+  }
+
+ private:
+  KeyFn key_fn_;
+  ReduceFn reduce_fn_;
+  SizeFn size_fn_;
+};
+
+}  // namespace ingest
