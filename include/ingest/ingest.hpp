@@ -51,6 +51,7 @@
 #include "ingest/stages/parallel_map.hpp"
 #include "ingest/stages/prefetch.hpp"
 #include "ingest/stages/random_map.hpp"
+#include "ingest/stages/rebatch.hpp"
 #include "ingest/stages/repeat.hpp"
 #include "ingest/stages/scan.hpp"
 #include "ingest/stages/shard.hpp"

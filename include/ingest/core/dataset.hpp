@@ -20,6 +20,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ingest/core/context.hpp"
 #include "ingest/core/iterator.hpp"
@@ -66,6 +67,8 @@ class PaddedBatchDataset;
 template <class Input>
 class UnbatchDataset;
 template <class Input>
+class RebatchDataset;
+template <class Input>
 class ShardDataset;
 template <class Input>
 class IgnoreErrorsDataset;
@@ -75,6 +78,8 @@ template <class First, class Second>
 class ConcatenateDataset;
 template <class T>
 class AnyDataset;
+template <class B>
+struct rebatch_traits;
 template <class Input, class F>
 class ParallelMapDataset;
 template <class Input, class F>
@@ -336,6 +341,21 @@ class DatasetBase {
   }
   /// Splits each batch back into elements with unbatch_traits<T> (tf: unbatch).
   auto unbatch() const { return UnbatchDataset<Derived>(self()); }
+  /// Re-cuts batches into batches of `batch_size` rows along the first
+  /// dimension, the batch type unchanged (tf: rebatch): as unbatch().batch(n),
+  /// without taking rows apart. Throws InvalidArgument unless batch_size > 0.
+  /// See stages/rebatch.hpp.
+  auto rebatch(std::int64_t batch_size, BatchOptions options = {}) const {
+    check_rebatch_element();
+    return RebatchDataset<Derived>(self(), batch_size, options);
+  }
+  /// rebatch with the sizes cycled batch by batch (tf: rebatch with a list);
+  /// a 0 gives an empty batch. Throws InvalidArgument for an empty list, a
+  /// negative size, or only zeros.
+  auto rebatch(std::vector<std::int64_t> batch_sizes, BatchOptions options = {}) const {
+    check_rebatch_element();
+    return RebatchDataset<Derived>(self(), std::move(batch_sizes), options);
+  }
 
   /// Tuples of this dataset's and the others' elements; stops at the shortest (tf: zip).
   template <dataset... Others>
@@ -440,6 +460,16 @@ class DatasetBase {
 
  protected:
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+
+ private:
+  static constexpr void check_rebatch_element() {
+    static_assert(
+        requires(const T& b) {
+          { rebatch_traits<T>::rows(b) } -> std::convertible_to<std::size_t>;
+        },
+        "rebatch: the elements must be batches (a Tensor, a std::vector, or tuples and pairs of "
+        "them; batch() the dataset first, or specialise ingest::rebatch_traits)");
+  }
 };
 
 }  // namespace ingest
