@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -169,4 +170,22 @@ TEST_CASE("choose_from_datasets unwinds between skipped choices once its consume
                                  {.stop_on_empty_dataset = false});
   CHECK_THROWS_AS(ds.make_iterator(ctx).next(), detail::Cancelled);
   CHECK(chosen == 1);
+}
+
+TEST_CASE("choose_from_datasets' inputs and choices appear in stats apart",
+          "[stages][choose_from_datasets]") {
+  auto ds =
+      choose_from_datasets(std::vector{range(3), range(4)}, from_vector<std::int64_t>({0, 1, 1}));
+  auto it = ds.iterator();
+  while (it.next()) {
+  }
+  const PipelineStats s = it.stats();
+  const auto has = [&](const std::string& name) {
+    return std::any_of(s.stages.begin(), s.stages.end(),
+                       [&](const StageStats& st) { return st.name == name; });
+  };
+  CHECK(has("choose_from_datasets"));
+  CHECK(has("range [0]"));
+  CHECK(has("range [1]"));
+  CHECK(has("from_vector (choices)"));
 }

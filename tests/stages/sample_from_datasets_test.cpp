@@ -282,3 +282,18 @@ TEST_CASE("sample_from_datasets' inputs appear in stats apart", "[stages][sample
   CHECK(has("range [0]"));
   CHECK(has("range [1]"));
 }
+
+TEST_CASE("sample_from_datasets unwinds between exhausted inputs once its consumer is gone",
+          "[stages][sample_from_datasets]") {
+  // Many empty inputs: each draw finds one exhausted and draws again.
+  CancellationSource source;
+  IteratorContext ctx;
+  ctx.cancellation = source.token();
+  source.request_stop();
+  std::vector<decltype(range(0))> empties(1000, range(0));
+  auto ds = sample_from_datasets(empties, std::nullopt, 1);
+  auto it = ds.make_iterator(ctx);
+  CHECK_THROWS_AS(it.next(), detail::Cancelled);
+  // Not stopped: the pass ends once every input is found exhausted.
+  CHECK(collect(ds).empty());
+}
