@@ -76,6 +76,17 @@ TEST_CASE("rebatch gives an empty batch for a size of 0 in the list, as tf.data"
   REQUIRE(pairs.size() == 4);
   CHECK(pairs[1].shape() == Shape{0, 2});
   CHECK(pairs[2] == Tensor::from_values<float>({1, -1}, Shape{1, 2}));
+  // A whole input batch handed on still leaves its shape for the empty batch.
+  const auto whole = collect(range(2)
+                                 .map([](std::int64_t x) {
+                                   return Tensor::from_values<float>({float(x), float(-x)});
+                                 })
+                                 .batch(2)
+                                 .rebatch({2, 0}));
+  REQUIRE(whole.size() == 2);
+  CHECK(whole[0] == Tensor::from_values<float>({0, 0, 1, -1}, Shape{2, 2}));
+  CHECK(whole[1].shape() == Shape{0, 2});
+  CHECK(whole[1].dtype() == DType::float32);
   // Vectors: an empty vector.
   const auto words = collect(from_vector<std::string>({"a", "b"}).batch(2).rebatch({0, 1}));
   CHECK(words == std::vector<std::vector<std::string>>{{}, {"a"}, {}, {"b"}, {}});

@@ -80,8 +80,9 @@ class RebatchIterator {
       return RowRange<value_type>{b, ranges_[j].first, ranges_[j].second};
     };
     try {
-      value_type out = traits::join(ranges_.size(), at, gathered, *allocator_);
+      // Before join, which may move the input batch out.
       if (has_zero_ && !pending_.empty()) prototype_.emplace(traits::empty_like(pending_.back()));
+      value_type out = traits::join(ranges_.size(), at, gathered, *allocator_);
       pending_.clear();
       return out;
     } catch (...) {
