@@ -10,6 +10,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -342,6 +343,179 @@ struct loader_fields<std::pair<Tensor, Tensor>> : std::true_type {
   static void split(std::pair<Tensor, Tensor>&& t, std::vector<Tensor>& out) {
     out.push_back(std::move(t.first));
     out.push_back(std::move(t.second));
+  }
+};
+
+/// A run of rows of a batch: rows [start, start + count) along its first
+/// dimension (rebatch's pieces).
+template <class B>
+struct RowRange {
+  B* batch = nullptr;
+  std::size_t start = 0;
+  std::size_t count = 0;
+};
+
+/// How batches are cut and joined along their first dimension (rebatch). A
+/// specialisation provides
+///
+///     static std::size_t rows(const B&);  // throws InvalidArgument without a batch dimension
+///     // rows of pieces at(0) .. at(n - 1) (RowRange<B>s, `total` rows in all) as one batch:
+///     template <class At> static B join(std::size_t n, At at, std::size_t total, Allocator&);
+///     static B empty_like(const B&);  // a batch of no rows, of the same kind
+///
+/// join may move out of the pieces' rows (they are not read again) and must
+/// not allocate per row: one piece is handed on without a copy where the
+/// type allows (a Tensor view, a whole vector), several are copied into one
+/// new batch.
+template <class B>
+struct rebatch_traits;
+
+template <>
+struct rebatch_traits<Tensor> {
+  static std::size_t rows(const Tensor& t) {
+    if (t.rank() == 0) {
+      throw InvalidArgument("a scalar tensor has no batch dimension to split (batch it first)");
+    }
+    return static_cast<std::size_t>(t.dim(0));
+  }
+
+  template <class At>
+  static Tensor join(std::size_t n, At at, std::size_t total, Allocator& allocator) {
+    const RowRange<Tensor> first = at(0);
+    if (n == 1) {
+      // One piece: a view of its rows, sharing the input batch's storage (as tf.data).
+      if (first.start == 0 && first.count == rows(*first.batch)) return std::move(*first.batch);
+      return first.batch->narrow(static_cast<std::int64_t>(first.start),
+                                 static_cast<std::int64_t>(first.count));
+    }
+    const DType dtype = first.batch->dtype();
+    const Shape row_shape = first.batch->shape().drop_front();
+    Tensor out(dtype, row_shape.prepend(static_cast<std::int64_t>(total)), allocator);
+    auto* dst = static_cast<std::byte*>(out.raw_data());
+    const std::size_t row_bytes = total == 0 ? 0 : out.nbytes() / total;
+    for (std::size_t j = 0; j < n; ++j) {
+      const RowRange<Tensor> piece = at(j);
+      const Tensor& src = *piece.batch;
+      if (src.dtype() != dtype || !(src.shape().drop_front() == row_shape)) {
+        throw InvalidArgument("rows of " + std::string(dtype_name(src.dtype())) +
+                              src.shape().drop_front().to_string() +
+                              " cannot join a batch of rows of " + std::string(dtype_name(dtype)) +
+                              row_shape.to_string() +
+                              " (every input batch must have the same dtype and row shape)");
+      }
+      if (src.memory_kind() == MemoryKind::device) {
+        throw InvalidArgument("cannot copy rows of a tensor that lives on the device");
+      }
+      const std::size_t bytes = piece.count * row_bytes;
+      if (bytes != 0) {
+        std::memcpy(dst, static_cast<const std::byte*>(src.raw_data()) + piece.start * row_bytes,
+                    bytes);
+      }
+      dst += bytes;
+    }
+    return out;
+  }
+
+  static Tensor empty_like(const Tensor& t) {
+    return Tensor(t.dtype(), t.shape().drop_front().prepend(0));
+  }
+};
+
+template <class T, class A>
+struct rebatch_traits<std::vector<T, A>> {
+  static std::size_t rows(const std::vector<T, A>& v) { return v.size(); }
+
+  template <class At>
+  static std::vector<T, A> join(std::size_t n, At at, std::size_t total, Allocator&) {
+    const RowRange<std::vector<T, A>> first = at(0);
+    if (n == 1 && first.start == 0 && first.count == first.batch->size()) {
+      return std::move(*first.batch);
+    }
+    std::vector<T, A> out(first.batch->get_allocator());
+    out.reserve(total);
+    for (std::size_t j = 0; j < n; ++j) {
+      const RowRange<std::vector<T, A>> piece = at(j);
+      const auto begin = piece.batch->begin() + static_cast<std::ptrdiff_t>(piece.start);
+      out.insert(out.end(), std::make_move_iterator(begin),
+                 std::make_move_iterator(begin + static_cast<std::ptrdiff_t>(piece.count)));
+    }
+    return out;
+  }
+
+  static std::vector<T, A> empty_like(const std::vector<T, A>& v) {
+    return std::vector<T, A>(v.get_allocator());
+  }
+};
+
+namespace detail {
+/// The common number of rows of a tuple's (or pair's) fields.
+template <class Tuple, std::size_t... I>
+std::size_t common_rows(const Tuple& t, std::index_sequence<I...>) {
+  const std::size_t sizes[] = {
+      rebatch_traits<std::tuple_element_t<I, Tuple>>::rows(std::get<I>(t))...};
+  for (std::size_t i = 0; i < sizeof...(I); ++i) {
+    if (sizes[i] != sizes[0]) {
+      throw InvalidArgument("the fields of a batch have different numbers of rows (field 0 has " +
+                            std::to_string(sizes[0]) + ", field " + std::to_string(i) + " has " +
+                            std::to_string(sizes[i]) + ")");
+    }
+  }
+  return sizes[0];
+}
+
+/// Field I of each piece, as pieces of that field.
+template <std::size_t I, class B, class At>
+auto field_pieces(At& at) {
+  using F = std::tuple_element_t<I, B>;
+  return [&at](std::size_t j) {
+    const RowRange<B> r = at(j);
+    return RowRange<F>{&std::get<I>(*r.batch), r.start, r.count};
+  };
+}
+
+template <class B, class At, std::size_t... I>
+B join_fields(std::size_t n, At& at, std::size_t total, Allocator& allocator,
+              std::index_sequence<I...>) {
+  std::size_t field = 0;
+  try {
+    // Braces: the fields are joined in order, so `field` names the one that failed.
+    return B{(field = I, rebatch_traits<std::tuple_element_t<I, B>>::join(n, field_pieces<I, B>(at),
+                                                                          total, allocator))...};
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument("field " + std::to_string(field) + ": " + e.message(), e.context());
+  }
+}
+}  // namespace detail
+
+/// Tuples and pairs are cut and joined field by field; their fields must
+/// have equal numbers of rows.
+template <class... Bs>
+struct rebatch_traits<std::tuple<Bs...>> {
+  using B = std::tuple<Bs...>;
+  static std::size_t rows(const B& b) {
+    return detail::common_rows(b, std::index_sequence_for<Bs...>{});
+  }
+  template <class At>
+  static B join(std::size_t n, At at, std::size_t total, Allocator& allocator) {
+    return detail::join_fields<B>(n, at, total, allocator, std::index_sequence_for<Bs...>{});
+  }
+  static B empty_like(const B& b) {
+    return std::apply([](const auto&... f) { return B(rebatch_traits<Bs>::empty_like(f)...); }, b);
+  }
+};
+
+template <class X, class Y>
+struct rebatch_traits<std::pair<X, Y>> {
+  using B = std::pair<X, Y>;
+  static std::size_t rows(const B& b) {
+    return detail::common_rows(b, std::make_index_sequence<2>{});
+  }
+  template <class At>
+  static B join(std::size_t n, At at, std::size_t total, Allocator& allocator) {
+    return detail::join_fields<B>(n, at, total, allocator, std::make_index_sequence<2>{});
+  }
+  static B empty_like(const B& b) {
+    return B(rebatch_traits<X>::empty_like(b.first), rebatch_traits<Y>::empty_like(b.second));
   }
 };
 

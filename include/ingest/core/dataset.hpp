@@ -74,6 +74,8 @@ class PaddedBatchDataset;
 template <class Input>
 class UnbatchDataset;
 template <class Input>
+class RebatchDataset;
+template <class Input>
 class ShardDataset;
 template <class Input>
 class IgnoreErrorsDataset;
@@ -83,6 +85,8 @@ template <class First, class Second>
 class ConcatenateDataset;
 template <class T>
 class AnyDataset;
+template <class B>
+struct rebatch_traits;
 template <class Input, class F>
 class ParallelMapDataset;
 template <class Input, class F>
@@ -424,6 +428,21 @@ class DatasetBase {
   }
   /// Splits each batch back into elements with unbatch_traits<T> (tf: unbatch).
   auto unbatch() const { return UnbatchDataset<Derived>(self()); }
+  /// Re-cuts batches into batches of `batch_size` rows along the first
+  /// dimension, the batch type unchanged (tf: rebatch): as unbatch().batch(n),
+  /// without taking rows apart. Throws InvalidArgument unless batch_size > 0.
+  /// See stages/rebatch.hpp.
+  auto rebatch(std::int64_t batch_size, BatchOptions options = {}) const {
+    check_rebatch_element();
+    return RebatchDataset<Derived>(self(), batch_size, options);
+  }
+  /// rebatch with the sizes cycled batch by batch (tf: rebatch with a list);
+  /// a 0 gives an empty batch. Throws InvalidArgument for an empty list, a
+  /// negative size, or only zeros.
+  auto rebatch(std::vector<std::int64_t> batch_sizes, BatchOptions options = {}) const {
+    check_rebatch_element();
+    return RebatchDataset<Derived>(self(), std::move(batch_sizes), options);
+  }
 
   /// Tuples of this dataset's and the others' elements; stops at the shortest (tf: zip).
   template <dataset... Others>
@@ -634,6 +653,16 @@ class DatasetBase {
 
  protected:
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+
+ private:
+  static constexpr void check_rebatch_element() {
+    static_assert(
+        requires(const T& b) {
+          { rebatch_traits<T>::rows(b) } -> std::convertible_to<std::size_t>;
+        },
+        "rebatch: the elements must be batches (a Tensor, a std::vector, or tuples and pairs of "
+        "them; batch() the dataset first, or specialise ingest::rebatch_traits)");
+  }
 };
 
 namespace detail {

@@ -175,6 +175,25 @@ struct BucketOptions {
   bool drop_remainder = false;
 };
 
+/// Options of sample_from_datasets; see stages/sample_from_datasets.hpp.
+struct SampleFromDatasetsOptions {
+  /// End the pass when the input drawn is exhausted (tf's default, false:
+  /// drop that input and go on drawing among the others).
+  bool stop_on_empty_dataset = false;
+  /// Draw a new sequence for every pass over the dataset (each iterator,
+  /// each repeat epoch), derived from the seed (tf's
+  /// rerandomize_each_iteration). Unset: false with a seed (every pass draws
+  /// the same sequence, as tf.data), true without one.
+  std::optional<bool> rerandomize_each_iteration{};
+};
+
+/// Options of choose_from_datasets; see stages/choose_from_datasets.hpp.
+struct ChooseFromDatasetsOptions {
+  /// End the pass when the input chosen is exhausted (tf's default); with
+  /// false, a choice of an exhausted input is skipped.
+  bool stop_on_empty_dataset = true;
+};
+
 /// Options of ignore_errors.
 struct IgnoreErrorsOptions {
   /// Called with each dropped error (on the iterating thread), e.g. to log it.
