@@ -161,12 +161,18 @@ TEST_CASE("random_map: errors surface at their element's position",
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (i % 7 == 3) {
         CHECK(out[i].error == "FunctionError: bad " + std::to_string(i) +
-                                  " [stage 'map', element " + std::to_string(i) + "]");
+                                  " [stage 'random_map', element " + std::to_string(i) + "]");
       } else {
         CHECK(out[i].value == clean[i]);  // a failure does not shift the others' seeds
       }
     }
   }
+  // The synchronous form, and fused with a batch, name their stage too.
+  auto sync = range(5).random_map(f, 4).iterator();
+  for (int i = 0; i < 3; ++i) CHECK(sync.next().has_value());
+  CHECK_THROWS_WITH(sync.next(), Catch::Contains("[stage 'random_map', element 3]"));
+  auto fused = range(8).random_map(f, {.seed = 4, .parallelism = 2}).batch(4).iterator();
+  CHECK_THROWS_WITH(fused.next(), Catch::Contains("stage 'random_map'"));
 }
 
 TEST_CASE("random_map: destroying an iterator mid-stream", "[stages][random_map][concurrency]") {

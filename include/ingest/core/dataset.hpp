@@ -109,6 +109,12 @@ struct padded_batch_traits;
 namespace detail {
 template <class F>
 struct SeededCall;
+/// The stage a map function's errors name: "random_map" for random_map's
+/// calls (a SeededCall), else "map".
+template <class F>
+inline constexpr const char* map_stage_label = "map";
+template <class G>
+inline constexpr const char* map_stage_label<SeededCall<G>> = "random_map";
 template <class T>
 class NotADataset;
 

@@ -56,7 +56,8 @@ class MapIterator {
       index_ += static_cast<std::int64_t>(got);
       if (error) {
         // The failed element was consumed; its error waits for next().
-        deferred_.defer(detail::capture_with_context(error, {.stage = "map", .element = index_}));
+        deferred_.defer(detail::capture_with_context(
+            error, {.stage = detail::map_stage_label<F>, .element = index_}));
         ++index_;
       }
       return got;
@@ -80,8 +81,9 @@ class MapIterator {
       } catch (...) {
         // Element j failed: its error waits for the next call to next();
         // the inputs after it stay pending, so nothing is lost.
-        deferred_.defer(detail::capture_with_context(
-            {.stage = "map", .element = index_ + static_cast<std::int64_t>(j)}));
+        deferred_.defer(
+            detail::capture_with_context({.stage = detail::map_stage_label<F>,
+                                          .element = index_ + static_cast<std::int64_t>(j)}));
         if (buffer_.size() < chunk) buffer_.resize(chunk);
         std::move(in + j + 1, in + got, buffer_.begin());
         pending_ = 0;
@@ -101,8 +103,8 @@ class MapIterator {
   static constexpr std::size_t chunk = std::clamp<std::size_t>(4096 / sizeof(input_type), 8, 512);
 
   std::optional<value_type> apply(input_type&& x) {
-    return std::optional<value_type>(std::in_place,
-                                     detail::invoke_user("map", index_++, f_, std::move(x)));
+    return std::optional<value_type>(
+        std::in_place, detail::invoke_user(detail::map_stage_label<F>, index_++, f_, std::move(x)));
   }
 
   InputIt input_;

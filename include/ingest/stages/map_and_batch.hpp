@@ -186,7 +186,7 @@ class MapAndBatchIterator {
             fail(c, i, "batch", detail::Raiser::internal);
           }
         } catch (...) {
-          fail(c, i, "map");
+          fail(c, i, detail::map_stage_label<F>);
         }
       }
     }
@@ -210,7 +210,7 @@ class MapAndBatchIterator {
             try {
               for (; i < piece_end; ++i) slots[i] = f(std::move(b.in[i]));
             } catch (...) {
-              fail(c, i, "map");
+              fail(c, i, detail::map_stage_label<F>);
               ++i;
             }
           }
@@ -264,7 +264,8 @@ class MapAndBatchIterator {
       if (error) {
         if (!first_error) {
           first_error = detail::capture_with_context(
-              error, {.stage = "map", .element = next_index_ + static_cast<std::int64_t>(count)});
+              error, {.stage = detail::map_stage_label<F>,
+                      .element = next_index_ + static_cast<std::int64_t>(count)});
         }
         ++count;  // the failed element takes its place in the batch
       } else if (got < want) {

@@ -131,7 +131,8 @@ class ParallelMapIterator {
           c.out[i].emplace(f(std::move(*c.in[i])));
         } catch (...) {
           c.err[i] = detail::capture_with_context(
-              {.stage = "map", .element = c.first_index + static_cast<std::int64_t>(i)});
+              {.stage = detail::map_stage_label<F>,
+               .element = c.first_index + static_cast<std::int64_t>(i)});
         }
         c.in[i].reset();
       }
@@ -155,14 +156,14 @@ class ParallelMapIterator {
     const std::int64_t index = next_index_++;
     if (sampler_.before()) [[unlikely]]
       return next_sampled(std::move(*x), index);
-    return std::optional<value_type>(std::in_place,
-                                     detail::invoke_user("map", index, f(), std::move(*x)));
+    return std::optional<value_type>(
+        std::in_place, detail::invoke_user(detail::map_stage_label<F>, index, f(), std::move(*x)));
   }
 
   // An inline call inside the sampler's measured run.
   [[gnu::noinline]] std::optional<value_type> next_sampled(In&& x, std::int64_t index) {
-    std::optional<value_type> v(std::in_place,
-                                detail::invoke_user("map", index, f(), std::move(x)));
+    std::optional<value_type> v(
+        std::in_place, detail::invoke_user(detail::map_stage_label<F>, index, f(), std::move(x)));
     if (sampler_.after(planner())) {
       // (No clock reads per call here: they would be most of what a
       // trivial function's sample measures.)
@@ -196,7 +197,8 @@ class ParallelMapIterator {
     }
     next_index_ += static_cast<std::int64_t>(n);
     if (error) {
-      block_error_ = detail::capture_with_context(error, {.stage = "map", .element = next_index_});
+      block_error_ = detail::capture_with_context(
+          error, {.stage = detail::map_stage_label<F>, .element = next_index_});
       ++next_index_;
     }
     block_end_ = n;
