@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include <ingest/core/dlpack.hpp>
 #include <ingest/loader.hpp>
 
 #include "support/testing.hpp"

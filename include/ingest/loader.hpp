@@ -3,8 +3,9 @@
 // lifetime rules as cuda::DeviceLoader (runtime/loader_core.hpp), so it
 // serves CPU-only training and tests that logic without a GPU. Its "copy
 // stream" is a thread that runs copies in order; its events are
-// std::shared_future<void>. Needs <dlpack/dlpack.h> (libdlpack-dev) for
-// DLPack export; not included by <ingest/ingest.hpp>.
+// std::shared_future<void>. Not included by <ingest/ingest.hpp>. Needs no
+// DLPack; a batch's to_dlpack() needs <ingest/core/dlpack.hpp> as well
+// (and so <dlpack/dlpack.h>, libdlpack-dev).
 #pragma once
 
 #include <chrono>
@@ -25,7 +26,7 @@
 #include "ingest/core/context.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/tensor.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 #include "ingest/stages/loader_dataset.hpp"
 
 namespace ingest {

@@ -1,6 +1,6 @@
 // What an iterator learns from the pipeline that creates it: the runtime
-// (thread pool) its async stages use (see runtime_of in runtime/runtime.hpp), whether order must be
-// deterministic, and where batch buffers come from. tf.data counterpart: IteratorContext.
+// (thread pool) its async stages use (see runtime_of in runtime/runtime_core.hpp), whether order
+// must be deterministic, and where batch buffers come from. tf.data counterpart: IteratorContext.
 // with_options() overrides these for the stages before it. Stages copy what
 // they need: an iterator must not keep a reference to the context.
 #pragma once
@@ -15,7 +15,7 @@
 
 namespace ingest {
 
-// Defined by the runtime layer (runtime/runtime.hpp, runtime/model.hpp); the
+// Defined by the runtime layer (runtime/runtime_core.hpp, runtime/model.hpp); the
 // context only carries pointers to them.
 class Runtime;
 namespace detail {

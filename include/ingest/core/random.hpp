@@ -5,8 +5,12 @@
 // order everywhere.
 #pragma once
 
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstddef>
 #include <cstdint>
-#include <random>
+#include <stdexcept>
 
 namespace ingest {
 
@@ -34,9 +38,20 @@ constexpr std::uint64_t element_seed(std::uint64_t seed, std::uint64_t epoch,
 }
 
 /// A seed from the operating system's entropy, for unseeded randomness.
+/// (getrandom(2), as std::random_device does without <random>'s cost to
+/// every translation unit.)
 inline std::uint64_t random_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  std::uint64_t seed = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&seed);
+  for (std::size_t got = 0; got < sizeof seed;) {
+    const ssize_t n = ::getrandom(p + got, sizeof seed - got, 0);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      throw std::runtime_error("ingest::random_seed: getrandom failed");  // as random_device throws
+    }
+  }
+  return seed;
 }
 
 namespace detail {

@@ -8,13 +8,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <iosfwd>
 #include <optional>
-#include <ostream>
 #include <span>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -242,21 +242,26 @@ class Tensor {
 
   /// "int64[2, 3]{1, 2, 3, 4, 5, 6}", with at most `max_values` values.
   std::string to_string(std::size_t max_values = 16) const {
-    std::ostringstream os;
-    os << dtype_name(dtype_) << shape_.to_string();
-    if (!defined()) return os.str() + "(undefined)";
-    if (memory_kind() == MemoryKind::device) return os.str() + "(device)";
-    os << '{';
+    std::string out = std::string(dtype_name(dtype_)) + shape_.to_string();
+    if (!defined()) return out + "(undefined)";
+    if (memory_kind() == MemoryKind::device) return out + "(device)";
+    out += '{';
     const auto n = static_cast<std::size_t>(num_elements());
     for (std::size_t i = 0; i < n && i < max_values; ++i) {
-      if (i) os << ", ";
-      print_value(os, i);
+      if (i) out += ", ";
+      append_value(out, i);
     }
-    if (n > max_values) os << ", ...";
-    os << '}';
-    return os.str();
+    if (n > max_values) out += ", ...";
+    out += '}';
+    return out;
   }
-  friend std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+  // A template, so that <iosfwd> is enough here: it instantiates where a
+  // stream is used, which has <ostream>.
+  template <class CharT, class Traits>
+  friend std::basic_ostream<CharT, Traits>& operator<<(std::basic_ostream<CharT, Traits>& os,
+                                                       const Tensor& t) {
+    return os << t.to_string();
+  }
 
  private:
   // The checks inline to a compare and a branch; building their messages
@@ -289,22 +294,29 @@ class Tensor {
     std::memcpy(&v, static_cast<const std::byte*>(raw_data()) + i * sizeof(T), sizeof(T));
     return v;
   }
-  void print_value(std::ostream& os, std::size_t i) const {
+  // Appends value `i` as an ostream's defaults write it (integers in
+  // decimal, floats as %g with 6 digits), without <sstream>.
+  void append_value(std::string& out, std::size_t i) const {
+    char buf[32];
+    int n = 0;
     switch (dtype_) {
-      case DType::boolean: os << (load<bool>(i) ? "true" : "false"); break;
-      case DType::uint8: os << +load<std::uint8_t>(i); break;
-      case DType::int8: os << +load<std::int8_t>(i); break;
-      case DType::uint16: os << load<std::uint16_t>(i); break;
-      case DType::int16: os << load<std::int16_t>(i); break;
-      case DType::uint32: os << load<std::uint32_t>(i); break;
-      case DType::int32: os << load<std::int32_t>(i); break;
-      case DType::uint64: os << load<std::uint64_t>(i); break;
-      case DType::int64: os << load<std::int64_t>(i); break;
+      case DType::boolean: out += load<bool>(i) ? "true" : "false"; return;
+      case DType::uint8: out += std::to_string(+load<std::uint8_t>(i)); return;
+      case DType::int8: out += std::to_string(+load<std::int8_t>(i)); return;
+      case DType::uint16: out += std::to_string(load<std::uint16_t>(i)); return;
+      case DType::int16: out += std::to_string(load<std::int16_t>(i)); return;
+      case DType::uint32: out += std::to_string(load<std::uint32_t>(i)); return;
+      case DType::int32: out += std::to_string(load<std::int32_t>(i)); return;
+      case DType::uint64: out += std::to_string(load<std::uint64_t>(i)); return;
+      case DType::int64: out += std::to_string(load<std::int64_t>(i)); return;
       case DType::float16:
-      case DType::bfloat16: os << "0x" << std::hex << load<std::uint16_t>(i) << std::dec; break;
-      case DType::float32: os << load<float>(i); break;
-      case DType::float64: os << load<double>(i); break;
+      case DType::bfloat16:
+        n = std::snprintf(buf, sizeof buf, "0x%x", unsigned{load<std::uint16_t>(i)});
+        break;
+      case DType::float32: n = std::snprintf(buf, sizeof buf, "%g", double{load<float>(i)}); break;
+      case DType::float64: n = std::snprintf(buf, sizeof buf, "%g", load<double>(i)); break;
     }
+    if (n > 0) out.append(buf, static_cast<std::size_t>(n));
   }
 
   detail::Block* block_ = nullptr;

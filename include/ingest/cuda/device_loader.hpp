@@ -19,10 +19,11 @@
 
 #include "ingest/core/context.hpp"
 #include "ingest/core/dataset.hpp"
+#include "ingest/core/dlpack.hpp"
 #include "ingest/core/tensor.hpp"
 #include "ingest/cuda/allocator.hpp"
 #include "ingest/cuda/error.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 #include "ingest/stages/loader_dataset.hpp"
 
 namespace ingest::cuda {

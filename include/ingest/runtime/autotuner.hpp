@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,12 +51,15 @@ namespace ingest::detail {
 
 /// Available memory in bytes (MemAvailable from /proc/meminfo, else free pages).
 inline std::int64_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::int64_t kb = 0;
-  std::string unit;
-  while (meminfo >> key >> kb >> unit) {
-    if (key == "MemAvailable:") return kb * 1024;
+  // <cstdio>, not <fstream>: every pipeline header includes this one.
+  if (std::FILE* meminfo = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, meminfo))
+      found = std::sscanf(line, "MemAvailable: %lld", &kb) == 1;
+    std::fclose(meminfo);
+    if (found) return static_cast<std::int64_t>(kb) * 1024;
   }
   const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : std::int64_t{1} << 30;

@@ -35,12 +35,18 @@
 
 #include "ingest/core/allocator.hpp"
 #include "ingest/core/batch_traits.hpp"
-#include "ingest/core/dlpack.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/tensor.hpp"
 #include "ingest/runtime/prefetcher.hpp"
 
+// The loaders need no DLPack: LoadedBatch::to_dlpack calls ingest::to_dlpack,
+// declared here and defined in ingest/core/dlpack.hpp (which needs
+// <dlpack/dlpack.h>). A program calling to_dlpack includes that header.
+struct DLManagedTensor;  // <dlpack/dlpack.h>
+
 namespace ingest {
+
+inline DLManagedTensor* to_dlpack(const Tensor& t, int device_id);  // ingest/core/dlpack.hpp
 
 /// The most batches in flight the autotuner gives a loader's depth knob.
 inline constexpr std::int64_t max_tuned_loader_depth = 16;
@@ -279,6 +285,7 @@ class LoadedBatch {
 
   /// Field `i` as DLPack, after synchronize(): the consumer owns the result
   /// and must call its deleter, which releases its hold on the buffer.
+  /// Needs <ingest/core/dlpack.hpp> (and so <dlpack/dlpack.h>).
   DLManagedTensor* to_dlpack(std::size_t i = 0) const {
     synchronize();
     return ingest::to_dlpack(field(i), device());

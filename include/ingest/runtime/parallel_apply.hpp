@@ -33,7 +33,7 @@
 #include "ingest/runtime/chunk_runner.hpp"
 #include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/model.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 
 namespace ingest::detail {
 

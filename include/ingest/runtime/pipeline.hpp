@@ -23,7 +23,7 @@
 #include "ingest/runtime/autotuner.hpp"
 #include "ingest/runtime/model.hpp"
 #include "ingest/runtime/probe.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 #include "ingest/runtime/stats.hpp"
 #include "ingest/runtime/trace.hpp"
 

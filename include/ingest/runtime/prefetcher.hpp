@@ -33,7 +33,7 @@
 #include "ingest/core/iterator.hpp"
 #include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/model.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 #include "ingest/runtime/sync.hpp"
 
 namespace ingest::detail {

@@ -11,15 +11,11 @@
 #include <cstdint>
 #include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 namespace ingest::detail {
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
+  __builtin_ia32_pause();  // _mm_pause() without <immintrin.h> (GCC and Clang)
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdio>
-#include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -35,32 +35,38 @@ inline std::string json_escape(std::string_view s) {
   return out;
 }
 
-/// Writes the model's trace events to `path`. Throws IoError.
+/// Writes the model's trace events to `path`. Throws IoError. (<cstdio>,
+/// not <fstream>: every pipeline header includes this one.)
 inline void write_chrome_trace(const Model& model, const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out)
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "w"), &std::fclose);
+  if (!file)
     throw IoError("cannot open the trace file for writing", {.stage = "trace", .file = path});
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"ingest "
-         "pipeline\"}}";
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  out +=
+      "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"ingest "
+      "pipeline\"}}";
   const std::int64_t t0 = model.start_ns();
   char num[64];
   for (const TraceEvent& e : model.trace_events()) {
-    out << ",\n{\"name\":\"" << json_escape(e.name) << "\",\"cat\":\"ingest\",\"ph\":\"" << e.phase
-        << "\",\"pid\":1,\"tid\":" << e.thread;
+    out += ",\n{\"name\":\"" + json_escape(e.name) + "\",\"cat\":\"ingest\",\"ph\":\"";
+    out += e.phase;
+    out += "\",\"pid\":1,\"tid\":" + std::to_string(e.thread);
     std::snprintf(num, sizeof num, "%.3f", static_cast<double>(e.ts_ns - t0) / 1e3);
-    out << ",\"ts\":" << num;
+    out += ",\"ts\":";
+    out += num;
     if (e.phase == 'X') {
       std::snprintf(num, sizeof num, "%.3f", static_cast<double>(e.dur_ns) / 1e3);
-      out << ",\"dur\":" << num;
+      out += ",\"dur\":";
+      out += num;
     } else {
-      out << ",\"args\":{" << e.args << "}";
+      out += ",\"args\":{" + e.args + "}";
     }
-    out << "}";
+    out += "}";
   }
-  out << "\n]}\n";
-  out.flush();
-  if (!out) throw IoError("writing the trace file failed", {.stage = "trace", .file = path});
+  out += "\n]}\n";
+  const bool written = std::fwrite(out.data(), 1, out.size(), file.get()) == out.size();
+  if (!written || std::fclose(file.release()) != 0)
+    throw IoError("writing the trace file failed", {.stage = "trace", .file = path});
 }
 
 }  // namespace ingest::detail

@@ -16,7 +16,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,6 +24,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/random.hpp"
 #include "ingest/runtime/pipeline.hpp"
 
 namespace ingest {
@@ -33,7 +33,7 @@ namespace ingest {
 struct ListFilesOptions {
   /// Shuffle the paths instead of sorting them.
   bool shuffle = false;
-  /// Seed of the shuffle; none draws one from std::random_device.
+  /// Seed of the shuffle; none draws one from the OS (ingest::random_seed).
   std::optional<std::uint64_t> seed = {};
   /// With shuffle: a new order each pass (each epoch), still determined by the seed.
   bool reshuffle_each_iteration = true;
@@ -181,9 +181,41 @@ inline std::vector<std::string> glob(const std::string& pattern) {
   return current;
 }
 
+/// std::mt19937_64 (the standard fixes its sequence: this one is the same),
+/// without <random>'s cost to every program including the umbrella header.
+class Mt19937_64 {
+ public:
+  explicit Mt19937_64(std::uint64_t seed) noexcept {
+    x_[0] = seed;
+    for (std::size_t i = 1; i < n; ++i)
+      x_[i] = 6364136223846793005ULL * (x_[i - 1] ^ (x_[i - 1] >> 62)) + i;
+  }
+  std::uint64_t operator()() noexcept {
+    if (i_ >= n) twist();
+    std::uint64_t y = x_[i_++];
+    y ^= (y >> 29) & 0x5555555555555555ULL;
+    y ^= (y << 17) & 0x71d67fffeda60000ULL;
+    y ^= (y << 37) & 0xfff7eee000000000ULL;
+    return y ^ (y >> 43);
+  }
+
+ private:
+  static constexpr std::size_t n = 312, m = 156;
+  void twist() noexcept {
+    constexpr std::uint64_t upper = ~std::uint64_t{0} << 31, lower = ~upper;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint64_t y = (x_[k] & upper) | (x_[(k + 1) % n] & lower);
+      x_[k] = x_[(k + m) % n] ^ (y >> 1) ^ ((y & 1) ? 0xb5026f5aa96619e9ULL : 0);
+    }
+    i_ = 0;
+  }
+  std::uint64_t x_[n];
+  std::size_t i_ = n;
+};
+
 /// A uniform integer in [0, n) (rejection sampling), the same on every
 /// platform, unlike std::uniform_int_distribution.
-inline std::uint64_t bounded_random(std::mt19937_64& rng, std::uint64_t n) {
+inline std::uint64_t bounded_random(Mt19937_64& rng, std::uint64_t n) {
   const std::uint64_t threshold = (0 - n) % n;  // 2^64 mod n
   for (;;) {
     const std::uint64_t r = rng();
@@ -194,7 +226,7 @@ inline std::uint64_t bounded_random(std::mt19937_64& rng, std::uint64_t n) {
 /// Fisher-Yates shuffle with bounded_random: a seed gives the same order everywhere.
 template <class T>
 void seeded_shuffle(std::vector<T>& v, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  Mt19937_64 rng(seed);
   for (std::size_t i = v.size(); i > 1; --i) {
     std::swap(v[i - 1], v[bounded_random(rng, i)]);
   }
@@ -246,7 +278,8 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     paths_ = std::make_shared<const std::vector<std::string>>(std::move(all));
-    if (options_.shuffle && !options_.seed) options_.seed = std::random_device{}();
+    if (options_.shuffle && !options_.seed)
+      options_.seed = static_cast<std::uint32_t>(random_seed());
   }
 
   detail::ListFilesIterator make_iterator(const IteratorContext&) const {

@@ -40,7 +40,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 
 namespace ingest {
 

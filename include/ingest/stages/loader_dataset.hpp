@@ -21,7 +21,7 @@
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
 #include "ingest/runtime/probe.hpp"
-#include "ingest/runtime/runtime.hpp"
+#include "ingest/runtime/runtime_core.hpp"
 
 namespace ingest::detail {
 
