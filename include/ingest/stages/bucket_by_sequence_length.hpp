@@ -139,10 +139,11 @@ class BucketBySequenceLengthIterator {
       // Only the partial buckets flushed at the end of the input are short.
       if (spec_->drop_remainder && w->elements.size() < static_cast<std::size_t>(w->size)) continue;
       std::optional<value_type> out;
+      const std::int64_t first = w->first;  // the window's first element
       try {
         out.emplace(build(*w));
       } catch (...) {
-        detail::rethrow_with_context({.stage = "bucket_by_sequence_length", .element = w->first},
+        detail::rethrow_with_context({.stage = "bucket_by_sequence_length", .element = first},
                                      detail::Raiser::internal);
       }
       groups_.recycle(w->key, std::move(w->elements));
