@@ -34,7 +34,7 @@ TEST_CASE("ByteView views any contiguous range of bytes without copying", "[imag
   static_assert(std::is_convertible_v<const std::string&, ByteView>);
 }
 
-TEST_CASE("image_dims accepts host uint8 [H, W, C] tensors only", "[image][types]") {
+TEST_CASE("image_dims accepts host uint8 H x W x C tensors only", "[image][types]") {
   const auto d = image::detail::image_dims(Tensor(DType::uint8, Shape{4, 5, 3}), "op");
   CHECK(d.height == 4);
   CHECK(d.width == 5);

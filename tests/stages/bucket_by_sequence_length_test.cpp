@@ -31,7 +31,7 @@ Tensor i32(std::initializer_list<std::int32_t> values, Shape shape) {
 }
 }  // namespace
 
-TEST_CASE("bucket_by_sequence_length: tf.data's example, boundaries [3, 5], batch sizes 2",
+TEST_CASE("bucket_by_sequence_length: tf.data's example, boundaries 3 and 5, batch sizes 2",
           "[stages][bucket_by_sequence_length]") {
   auto ds = from_vector(kElements).bucket_by_sequence_length(length, {3, 5}, {2, 2, 2});
   const auto out = collect(ds);
@@ -60,8 +60,9 @@ TEST_CASE("bucket_by_sequence_length: tf.data's pad_to_bucket_boundary examples"
   CHECK(dropped[1] == out[1]);
 }
 
-TEST_CASE("bucket_by_sequence_length's rule: bucket i holds [boundaries[i-1], boundaries[i])",
-          "[stages][bucket_by_sequence_length]") {
+TEST_CASE(
+    "bucket_by_sequence_length's rule: bucket i holds lengths from boundary i-1 up to boundary i",
+    "[stages][bucket_by_sequence_length]") {
   // Scalars whose length is their value; batches of 10 so that all flush at
   // the end, in bucket order. A length equal to a boundary goes above it;
   // negative lengths go to bucket 0, large ones to the last.

@@ -277,7 +277,8 @@ TEST_CASE("an input error surfaces in place and the pass continues",
   CHECK(out[5].value == Pair{1, 5});
 }
 
-TEST_CASE("a class outside [0, num_classes) fails its element", "[stages][rejection_resample]") {
+TEST_CASE("a class outside 0 to num_classes - 1 fails its element",
+          "[stages][rejection_resample]") {
   auto cls = [](std::int64_t x) -> std::int64_t { return x == 2 ? 5 : x == 3 ? -1 : 0; };
   const std::string five =
       "InvalidArgument: rejection_resample: class_func returned class 5, outside [0, 3) "
@@ -436,7 +437,7 @@ TEST_CASE("rejection_resample unwinds between rejected elements once its consume
 }
 
 TEST_CASE(
-    "rejection_resample's two passes appear in stats under it; a high rejection is logged once",
+    "rejection_resample's two passes appear in stats under it, and a high rejection is logged once",
     "[stages][rejection_resample]") {
   std::vector<std::string> lines;
   set_log_sink([&lines](std::string_view line) { lines.emplace_back(line); });
