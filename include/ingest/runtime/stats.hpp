@@ -216,11 +216,12 @@ inline PipelineStats make_stats(const Model& model) {
   const std::vector<NodeView> views = snapshot(model);
   if (views.empty()) return stats;
   const double root_elements = static_cast<double>(std::max<std::int64_t>(views[0].elements, 1));
-  // The consumer's time inside next(): the root's time per element, over all.
-  const double waited = elapsed_ns > 0
-                            ? std::min(1.0, views[0].inclusive_ns *
-                                                static_cast<double>(views[0].elements) / elapsed_ns)
-                            : 0;
+  // The consumer's time inside next(): all of the time but its own between
+  // calls (measured on every 16th call, steady for a training step), which
+  // is steadier than the root's sampled call times (a parallel stage's calls
+  // are either instant or long).
+  const double own_ns = model.consumer_ns_per_element() * static_cast<double>(views[0].elements);
+  const double waited = elapsed_ns > 0 ? std::clamp(1.0 - own_ns / elapsed_ns, 0.0, 1.0) : 0;
   stats.input_wait_percent = 100.0 * waited;
   double worst = -1, total = 0;
   std::size_t worst_row = 0;
