@@ -147,8 +147,10 @@ TEST_CASE("the bottleneck is marked only when the consumer waits, with its reaso
                                         Catch::Contains("at parallelism 2; raise .parallelism"));
   }
   SECTION("a consumer slower than its input: no stage is marked") {
-    auto it = range(40).map([](std::int64_t x) { return x + 1; }).prefetch(4).iterator();
-    while (it.next()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // 0.5 s of the consumer's own time: a start-up delay of a loaded
+    // machine stays far below 5% of it.
+    auto it = range(100).map([](std::int64_t x) { return x + 1; }).prefetch(4).iterator();
+    while (it.next()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     const PipelineStats s = it.stats();
     CHECK(s.input_wait_percent < 5);
     for (const StageStats& r : s.stages) CHECK_FALSE(r.bottleneck);
