@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the include graph's layers (README, "Layout"): core <- runtime <-
-# formats <- sources, stages <- the umbrella and the optional parts (image/
+# storage <- formats <- sources, stages <- the umbrella and the optional parts (image/
 # may include any layer below it, never the umbrella). A header
 # may include headers of its own layer and of the layers below it only, and
 # no stage header includes another stage header (shared machinery lives in
@@ -12,10 +12,11 @@ cd "$(dirname "$0")/../include/ingest"
 declare -A allowed=(
   [core]="core"
   [runtime]="core runtime"
-  [formats]="core runtime formats"
-  [sources]="core runtime formats sources"
-  [stages]="core runtime formats stages"
-  [image]="core runtime formats sources stages image"
+  [storage]="core runtime storage"
+  [formats]="core runtime storage formats"
+  [sources]="core runtime storage formats sources"
+  [stages]="core runtime storage formats stages"
+  [image]="core runtime storage formats sources stages image"
 )
 
 status=0

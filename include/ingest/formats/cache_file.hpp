@@ -16,8 +16,8 @@
 
 #include "ingest/core/errors.hpp"
 #include "ingest/formats/crc32c.hpp"
-#include "ingest/formats/file.hpp"
 #include "ingest/formats/tfrecord_format.hpp"
+#include "ingest/storage/file.hpp"
 
 namespace ingest {
 
@@ -55,7 +55,7 @@ struct CacheFileCheck {
 };
 
 inline CacheFileCheck check_cache_file(const std::string& path, const std::string& signature) {
-  if (::access(path.c_str(), F_OK) != 0) return {std::nullopt, "it does not exist"};
+  if (!file_exists(path, "cache")) return {std::nullopt, "it does not exist"};
   std::uint64_t count = 0;
   try {
     FileReader file(path, "cache");
@@ -63,8 +63,7 @@ inline CacheFileCheck check_cache_file(const std::string& path, const std::strin
     if (!file.has_size() || file.size() < tail) return {std::nullopt, "it is truncated"};
     // The footer: the last record, of a known size.
     std::string bytes(tail, '\0');
-    if (::pread(file.fd(), bytes.data(), tail, static_cast<off_t>(file.size() - tail)) !=
-        static_cast<ssize_t>(tail)) {
+    if (file.read_at(file.size() - tail, bytes.data(), tail) != tail) {
       return {std::nullopt, "its end cannot be read"};
     }
     const char* p = bytes.data();

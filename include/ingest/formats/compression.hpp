@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "ingest/core/errors.hpp"
-#include "ingest/formats/file.hpp"
+#include "ingest/storage/file.hpp"
 
 namespace ingest {
 

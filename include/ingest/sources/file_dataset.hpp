@@ -20,9 +20,9 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
-#include "ingest/formats/file.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/runtime.hpp"
+#include "ingest/storage/file.hpp"
 
 namespace ingest {
 

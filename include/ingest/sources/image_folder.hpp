@@ -35,9 +35,9 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
-#include "ingest/formats/file.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/sources/from_vector.hpp"
+#include "ingest/storage/file.hpp"
 
 namespace ingest {
 

@@ -4,8 +4,9 @@
 // The pattern is matched once, when the dataset is built: `*`, `?` and
 // `[...]` (ranges, `!` or `^` to negate) may appear in any path component,
 // `\` escapes. As in a shell, wildcards do not match a leading '.', so hidden
-// files (and TFRecordWriter's temporary files) are not listed. No match
-// throws InvalidArgument naming the pattern.
+// files (and TFRecordWriter's temporary files) are not listed. A URL pattern
+// ("s3://bucket/train-*.tfrecord") lists the objects of its scheme (see
+// storage/byte_source.hpp). No match throws InvalidArgument naming the pattern.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/random.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/storage/byte_source.hpp"
 
 namespace ingest {
 
@@ -134,8 +136,45 @@ inline std::string unescape_glob(std::string_view component) {
   return out;
 }
 
-/// Every existing file (not directory) matching `pattern`, sorted.
+/// The '/'-separated components of `path`, empty ones kept.
+inline std::vector<std::string_view> split_components(std::string_view path) {
+  std::vector<std::string_view> parts;
+  for (;;) {
+    const std::size_t slash = path.find('/');
+    parts.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) return parts;
+    path.remove_prefix(slash + 1);
+  }
+}
+
+/// Every object whose URL matches the URL `pattern`, sorted: the scheme
+/// lists the objects under the pattern's part before its first wildcard
+/// (for s3://, ListObjectsV2 with that prefix, every page), and each
+/// '/'-separated component is matched as a local path's are.
+inline std::vector<std::string> glob_url(const std::string& pattern) {
+  const std::size_t wild = pattern.find_first_of("*?[\\");
+  std::vector<std::string> found;
+  if (wild == std::string::npos) {
+    found.push_back(pattern);  // no wildcard: the object itself, checked when opened
+    return found;
+  }
+  const auto want = split_components(pattern);
+  for (std::string& url :
+       storage::scheme_for(pattern, "list_files")->list(pattern.substr(0, wild), "list_files")) {
+    const auto have = split_components(url);
+    if (have.size() != want.size()) continue;
+    bool match = true;
+    for (std::size_t i = 0; match && i < want.size(); ++i) match = glob_match(want[i], have[i]);
+    if (match) found.push_back(std::move(url));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+/// Every existing file (not directory) matching `pattern`, sorted; for a
+/// URL, every matching object (glob_url).
 inline std::vector<std::string> glob(const std::string& pattern) {
+  if (storage::is_url(pattern)) return glob_url(pattern);
   namespace fs = std::filesystem;
   std::vector<std::string_view> parts;
   std::string_view rest = pattern;

@@ -1,7 +1,7 @@
 // read_file(path): a whole file's bytes as a std::string, for use in a map
 // (`paths.map(ingest::read_file)`, or on image_folder's paths before
 // ingest::image::decode_image). tf counterpart: tf.io.read_file. Reads through
-// formats/file.hpp's FileReader (one read loop in the library). A file larger
+// storage/file.hpp's FileReader (one read loop in the library). A file larger
 // than `.max_bytes` (default read_file_max_bytes, 2 GiB: a tf.string tensor's
 // limit) is refused before anything is allocated. Thread-safe: each call
 // opens its own descriptor.
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "ingest/core/errors.hpp"
-#include "ingest/formats/file.hpp"
+#include "ingest/storage/file.hpp"
 
 namespace ingest {
 

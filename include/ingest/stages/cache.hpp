@@ -39,10 +39,10 @@
 #include "ingest/core/logging.hpp"
 #include "ingest/core/serializer.hpp"
 #include "ingest/formats/cache_file.hpp"
-#include "ingest/formats/file.hpp"
 #include "ingest/formats/tfrecord_format.hpp"
 #include "ingest/formats/tfrecord_writer.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/storage/file.hpp"
 
 namespace ingest {
 
@@ -240,7 +240,7 @@ class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::ele
     const detail::CacheFileCheck check =
         detail::check_cache_file(state_->path, serializer<T>::signature());
     if (check.count) return Iterator(state_->path, *check.count);
-    if (::access(state_->path.c_str(), F_OK) == 0) {
+    if (detail::file_exists(state_->path, "cache")) {
       log_line("cache: rebuilding '" + state_->path + "' because " + check.problem);
     }
     return Iterator(detail::child_iterator(input_, ctx), state_, cardinality());

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include <ingest/formats/file.hpp>
+#include <ingest/storage/file.hpp>
 
 #include "support/files.hpp"
 #include "support/processes.hpp"

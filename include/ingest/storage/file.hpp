@@ -2,7 +2,10 @@
 // opened for large sequential reads (or memory-mapped), and an output file
 // written under a temporary name and renamed into place on commit, so that a
 // crash or an exception never leaves a half-written file under the final
-// name. Errors are IoErrors naming the file. No class here is synchronised.
+// name. A path with a scheme ("s3://…", "https://…") is opened through the
+// scheme's handler instead (storage/byte_source.hpp), with the same
+// guarantees. Errors are IoErrors naming the file. No class here is
+// synchronised.
 // Temporaries of writers killed before they finished (SIGKILL, power loss)
 // are removed by the next writer that opens their directory (see
 // remove_orphaned_temporaries).
@@ -30,6 +33,7 @@
 #include <utility>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/storage/byte_source.hpp"
 
 namespace ingest::detail {
 
@@ -61,10 +65,17 @@ inline AlignedBuffer make_aligned_buffer(std::size_t n) {
 }
 
 /// A file opened read-only for sequential reading; closes on destruction.
+/// A URL is read through its scheme's RemoteReader (no file descriptor).
 class FileReader {
  public:
   /// Opens `path`. Throws IoError naming `stage` and the file.
   FileReader(std::string path, std::string_view stage) : path_(std::move(path)) {
+    if (storage::is_url(path_)) {
+      remote_ = storage::scheme_for(path_, stage)->open_read(path_, stage);
+      size_ = remote_->size();
+      regular_ = true;
+      return;
+    }
     do {
       fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     } while (fd_ < 0 && errno == EINTR);
@@ -88,6 +99,7 @@ class FileReader {
   FileReader(FileReader&& o) noexcept
       : path_(std::move(o.path_)),
         fd_(std::exchange(o.fd_, -1)),
+        remote_(std::move(o.remote_)),
         size_(o.size_),
         position_(o.position_),
         regular_(o.regular_) {}
@@ -96,6 +108,7 @@ class FileReader {
       close();
       path_ = std::move(o.path_);
       fd_ = std::exchange(o.fd_, -1);
+      remote_ = std::move(o.remote_);
       size_ = o.size_;
       position_ = o.position_;
       regular_ = o.regular_;
@@ -109,6 +122,11 @@ class FileReader {
   /// Reads up to n bytes; returns fewer only at the end of the file (0 there).
   /// Throws IoError on a read failure.
   std::size_t read(void* dst, std::size_t n) {
+    if (remote_) {
+      const std::size_t got = remote_->read(dst, n);
+      position_ += got;
+      return got;
+    }
     auto* out = static_cast<char*>(dst);
     std::size_t total = 0;
     while (total < n) {
@@ -125,8 +143,35 @@ class FileReader {
     return total;
   }
 
+  /// Reads up to n bytes at `offset` without moving the read position;
+  /// returns fewer only at the end of the file. Throws IoError.
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const {
+    if (remote_) return remote_->read_at(offset, dst, n);
+    auto* out = static_cast<char*>(dst);
+    std::size_t total = 0;
+    while (total < n) {
+      const ::ssize_t got =
+          ::pread(fd_, out + total, n - total, static_cast<off_t>(offset + total));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(std::string("read failed: ") + std::strerror(errno),
+                      {.file = path_, .offset = offset + total});
+      }
+      if (got == 0) break;
+      total += static_cast<std::size_t>(got);
+    }
+    return total;
+  }
+
   const std::string& path() const noexcept { return path_; }
+  /// The file descriptor; -1 for a remote object.
   int fd() const noexcept { return fd_; }
+  /// True for a local file (one that can be memory-mapped).
+  bool is_local() const noexcept { return !remote_; }
+  /// What a remote object's reads have transferred (zeros for a local file).
+  storage::TransferCounters transfer_counters() const {
+    return remote_ ? remote_->counters() : storage::TransferCounters{};
+  }
   /// Bytes read so far.
   std::uint64_t position() const noexcept { return position_; }
   /// The file's size when opened, if it is a regular file.
@@ -137,10 +182,12 @@ class FileReader {
   void close() noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+    remote_.reset();
   }
 
   std::string path_;
   int fd_ = -1;
+  std::unique_ptr<storage::RemoteReader> remote_;
   std::uint64_t size_ = 0;
   std::uint64_t position_ = 0;
   bool regular_ = false;
@@ -168,7 +215,7 @@ class FileMapping {
   /// Maps the file; empty() afterwards if it cannot be mapped (the caller
   /// then reads it instead).
   explicit FileMapping(const FileReader& file, BackgroundExecutor background = {}) {
-    if (!file.has_size() || file.size() == 0 || file.size() > SIZE_MAX) return;
+    if (!file.is_local() || !file.has_size() || file.size() == 0 || file.size() > SIZE_MAX) return;
     const auto size = static_cast<std::size_t>(file.size());
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
     if (p == MAP_FAILED) return;
@@ -319,6 +366,12 @@ class FileMapping {
   std::size_t next_step_ = 0;  // advance() acts from here on
 };
 
+/// True if `path` names an existing file or (for a URL) object.
+inline bool file_exists(const std::string& path, std::string_view stage) {
+  if (storage::is_url(path)) return storage::scheme_for(path, stage)->exists(path, stage);
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
 /// The directory part of `path` ("." when it has none).
 inline std::string parent_directory(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -397,11 +450,16 @@ inline std::size_t remove_orphaned_temporaries(const std::string& dir) noexcept 
 /// abandoned, and on construction removes the temporaries that dead writers
 /// left in the directory (remove_orphaned_temporaries); so a process killed
 /// while writing leaves its temporary only until the next writer opens the
-/// directory.
+/// directory. A URL is written through its scheme's RemoteWriter, which
+/// makes the object appear only on commit() (temp_path() is then empty).
 class AtomicFileWriter {
  public:
   AtomicFileWriter(std::string path, std::string_view stage)
       : path_(std::move(path)), stage_(stage) {
+    if (storage::is_url(path_)) {
+      remote_ = storage::scheme_for(path_, stage)->open_write(path_, stage);
+      return;
+    }
     remove_orphaned_temporaries(parent_directory(path_));
     for (;;) {
       temp_path_ = temporary_name(path_);
@@ -432,6 +490,11 @@ class AtomicFileWriter {
   /// Writes all n bytes. Throws IoError.
   void write(const void* data, std::size_t n) {
     require_open("write");
+    if (remote_) {
+      remote_->write(data, n);
+      written_ += n;
+      return;
+    }
     const auto* p = static_cast<const char*>(data);
     while (n) {
       const ::ssize_t put = ::write(fd_, p, n);
@@ -448,6 +511,17 @@ class AtomicFileWriter {
   /// Flushes to disk, closes, and renames the file to its final name.
   void commit() {
     require_open("commit");
+    if (remote_) {
+      auto remote = std::move(remote_);
+      try {
+        remote->commit();
+      } catch (...) {
+        remote->abandon();
+        throw;
+      }
+      committed_ = true;
+      return;
+    }
     if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) {
       throw io_error(stage_, path_, "fsync failed", errno);
     }
@@ -468,6 +542,10 @@ class AtomicFileWriter {
 
   /// Closes and removes the temporary file (no-op after commit()).
   void abandon() noexcept {
+    if (remote_) {
+      remote_->abandon();
+      remote_.reset();
+    }
     if (fd_ >= 0) {
       ::unlink(temp_path_.c_str());  // before close: the lock covers it until gone
       ::close(fd_);
@@ -475,7 +553,7 @@ class AtomicFileWriter {
     }
   }
 
-  bool is_open() const noexcept { return fd_ >= 0; }
+  bool is_open() const noexcept { return fd_ >= 0 || remote_ != nullptr; }
   bool committed() const noexcept { return committed_; }
   const std::string& path() const noexcept { return path_; }
   const std::string& temp_path() const noexcept { return temp_path_; }
@@ -494,7 +572,7 @@ class AtomicFileWriter {
            std::to_string(now % 1000000007u);
   }
   void require_open(const char* what) const {
-    if (fd_ < 0) {
+    if (!is_open()) {
       throw InvalidArgument(std::string(what) + " on a file that is already closed",
                             {.stage = stage_, .file = path_});
     }
@@ -504,6 +582,7 @@ class AtomicFileWriter {
   std::string stage_;
   std::string temp_path_;
   int fd_ = -1;
+  std::unique_ptr<storage::RemoteWriter> remote_;
   std::uint64_t written_ = 0;
   bool committed_ = false;
 };

@@ -1,0 +1,217 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <ingest/ingest.hpp>
+#include <ingest/storage/byte_source.hpp>
+
+#include "support/files.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+
+namespace {
+
+// A user-defined scheme "mem://" over a map: what a user registering their
+// own store (a scheme the library does not ship) writes.
+struct MemStore {
+  std::mutex mu;
+  std::map<std::string, std::string> objects;
+  int aborted = 0;
+};
+
+class MemReader : public storage::RemoteReader {
+ public:
+  explicit MemReader(std::string bytes) : bytes_(std::move(bytes)) {}
+  std::uint64_t size() const override { return bytes_.size(); }
+  std::size_t read(void* dst, std::size_t n) override {
+    const std::size_t got = read_at(pos_, dst, n);
+    pos_ += got;
+    return got;
+  }
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) override {
+    if (offset >= bytes_.size()) return 0;
+    const std::size_t got = std::min<std::size_t>(n, bytes_.size() - offset);
+    std::memcpy(dst, bytes_.data() + offset, got);
+    counters_.bytes += got;
+    ++counters_.requests;
+    return got;
+  }
+  storage::TransferCounters counters() const override { return counters_; }
+
+ private:
+  std::string bytes_;
+  std::uint64_t pos_ = 0;
+  storage::TransferCounters counters_;
+};
+
+class MemWriter : public storage::RemoteWriter {
+ public:
+  MemWriter(std::shared_ptr<MemStore> store, std::string url)
+      : store_(std::move(store)), url_(std::move(url)) {}
+  ~MemWriter() override { abandon(); }
+  void write(const void* data, std::size_t n) override {
+    bytes_.append(static_cast<const char*>(data), n);
+  }
+  void commit() override {
+    std::lock_guard lock(store_->mu);
+    store_->objects[url_] = std::move(bytes_);
+    done_ = true;
+  }
+  void abandon() noexcept override {
+    if (done_) return;
+    done_ = true;
+    std::lock_guard lock(store_->mu);
+    ++store_->aborted;
+  }
+
+ private:
+  std::shared_ptr<MemStore> store_;
+  std::string url_;
+  std::string bytes_;
+  bool done_ = false;
+};
+
+class MemScheme : public storage::Scheme {
+ public:
+  explicit MemScheme(std::shared_ptr<MemStore> store) : store_(std::move(store)) {}
+  std::unique_ptr<storage::RemoteReader> open_read(const std::string& url,
+                                                   std::string_view stage) override {
+    std::lock_guard lock(store_->mu);
+    auto it = store_->objects.find(url);
+    if (it == store_->objects.end())
+      throw IoError("not found", {.stage = std::string(stage), .file = url});
+    return std::make_unique<MemReader>(it->second);
+  }
+  std::unique_ptr<storage::RemoteWriter> open_write(const std::string& url,
+                                                    std::string_view) override {
+    return std::make_unique<MemWriter>(store_, url);
+  }
+  bool exists(const std::string& url, std::string_view) override {
+    std::lock_guard lock(store_->mu);
+    return store_->objects.count(url) != 0;
+  }
+  std::vector<std::string> list(const std::string& prefix, std::string_view) override {
+    std::lock_guard lock(store_->mu);
+    std::vector<std::string> out;
+    for (const auto& [url, bytes] : store_->objects)
+      if (url.compare(0, prefix.size(), prefix) == 0) out.push_back(url);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<MemStore> store_;
+};
+
+std::shared_ptr<MemStore> register_mem() {
+  auto store = std::make_shared<MemStore>();
+  storage::register_scheme("mem", std::make_shared<MemScheme>(store));
+  return store;
+}
+
+}  // namespace
+
+TEST_CASE("url_scheme finds the scheme of URLs and none in local paths", "[storage]") {
+  CHECK(storage::url_scheme("s3://bucket/key") == "s3");
+  CHECK(storage::url_scheme("HTTPS://host/a") == "https");
+  CHECK(storage::url_scheme("git+ssh://x") == "git+ssh");
+  CHECK(storage::url_scheme("/data/train-0.tfrecord").empty());
+  CHECK(storage::url_scheme("relative/path").empty());
+  CHECK(storage::url_scheme("://no-scheme").empty());
+  CHECK(storage::url_scheme("1http://digit-first").empty());
+  CHECK(storage::url_scheme("dir/s3://not-at-start").empty());
+  CHECK(storage::is_url("http://127.0.0.1:8080/a"));
+  CHECK_FALSE(storage::is_url("C:/windows"));
+}
+
+TEST_CASE("a URL of an unregistered scheme names the URL and what to link", "[storage]") {
+  try {
+    detail::FileReader reader("s3x://bucket/key", "tfrecord");
+    FAIL("no exception");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.context().file == "s3x://bucket/key");
+    CHECK(e.context().stage == "tfrecord");
+    CHECK_THAT(e.what(), Catch::Contains("no storage is registered for the scheme 's3x://'"));
+  }
+  if (!storage::detail::scheme_registry().schemes.count("gs")) {
+    CHECK_THROWS_WITH(detail::FileReader("gs://b/k", "t"), Catch::Contains("'gs://'"));
+  }
+}
+
+TEST_CASE("readers and writers of every format go through a registered scheme", "[storage]") {
+  auto store = register_mem();
+
+  SECTION("FileReader reads sequentially and at offsets, and reports transfers") {
+    store->objects["mem://b/a.txt"] = "hello, remote world";
+    detail::FileReader f("mem://b/a.txt", "test");
+    CHECK_FALSE(f.is_local());
+    CHECK(f.fd() == -1);
+    CHECK(f.has_size());
+    CHECK(f.size() == 19);
+    char buf[8];
+    CHECK(f.read(buf, 5) == 5);
+    CHECK(std::string(buf, 5) == "hello");
+    CHECK(f.read_at(14, buf, 8) == 5);
+    CHECK(std::string(buf, 5) == "world");
+    CHECK(f.position() == 5);
+    CHECK(f.transfer_counters().bytes == 10);
+    CHECK(f.transfer_counters().requests == 2);
+  }
+
+  SECTION("TFRecordWriter writes an object only on close, and tfrecord reads it back") {
+    {
+      TFRecordWriter writer("mem://b/data/part-0.tfrecord");
+      writer.write("one");
+      writer.write("two");
+      CHECK(store->objects.count("mem://b/data/part-0.tfrecord") == 0);
+      writer.close();
+    }
+    CHECK(store->objects.count("mem://b/data/part-0.tfrecord") == 1);
+    std::vector<std::string> got;
+    for (auto& r : tfrecord("mem://b/data/part-0.tfrecord")) got.emplace_back(r);
+    CHECK(got == std::vector<std::string>{"one", "two"});
+  }
+
+  SECTION("a writer destroyed before close leaves nothing and aborts") {
+    {
+      TFRecordWriter writer("mem://b/lost.tfrecord");
+      writer.write("x");
+    }
+    CHECK(store->objects.count("mem://b/lost.tfrecord") == 0);
+    CHECK(store->aborted == 1);
+  }
+
+  SECTION("list_files matches URL globs component by component") {
+    for (const char* name : {"mem://b/train-0.rec", "mem://b/train-1.rec", "mem://b/eval-0.rec",
+                             "mem://b/train-2.txt", "mem://b/sub/train-3.rec"}) {
+      store->objects[name] = "";
+    }
+    auto ds = list_files("mem://b/train-*.rec");
+    CHECK(ds.matched() == std::vector<std::string>{"mem://b/train-0.rec", "mem://b/train-1.rec"});
+    CHECK(list_files("mem://b/*/train-?.rec").matched() ==
+          std::vector<std::string>{"mem://b/sub/train-3.rec"});
+    CHECK_THROWS_AS(list_files("mem://b/none-*"), InvalidArgument);
+  }
+
+  SECTION("text_lines, read_file and cache(url) work on objects") {
+    store->objects["mem://b/lines.txt"] = "a\nbb\nccc\n";
+    std::vector<std::string> lines;
+    for (auto& l : text_lines("mem://b/lines.txt")) lines.push_back(l);
+    CHECK(lines == std::vector<std::string>{"a", "bb", "ccc"});
+    CHECK(read_file(std::string("mem://b/lines.txt")) == "a\nbb\nccc\n");
+
+    auto cached = range(0, 5).cache("mem://b/cache/range");
+    std::vector<std::int64_t> first, second;
+    for (auto v : cached) first.push_back(v);
+    CHECK(store->objects.count("mem://b/cache/range") == 1);
+    for (auto v : cached) second.push_back(v);
+    CHECK(first == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    CHECK(second == first);
+  }
+}
