@@ -178,6 +178,25 @@ TEST_CASE("readers and writers of every format go through a registered scheme", 
     CHECK(got == std::vector<std::string>{"one", "two"});
   }
 
+  SECTION("stats() shows what a source fetched from remote objects") {
+    {
+      TFRecordWriter writer("mem://b/stats.tfrecord");
+      for (int i = 0; i < 10; ++i) writer.write(std::string(100, 'x'));
+      writer.close();
+    }
+    auto it = tfrecord("mem://b/stats.tfrecord").iterator();
+    int n = 0;
+    while (it.next()) ++n;
+    CHECK(n == 10);
+    const PipelineStats s = it.stats();
+    REQUIRE(s.stages.size() == 1);
+    CHECK(s.stages[0].name == "tfrecord");
+    CHECK(s.stages[0].net_megabytes == Approx(10 * (100 + 16) / 1e6));
+    CHECK(s.stages[0].net_requests >= 1);
+    CHECK(s.stages[0].net_retries == 0);
+    CHECK_THAT(s.to_string(), Catch::Contains("network: tfrecord fetched 0.00 MB in"));
+  }
+
   SECTION("a writer destroyed before close leaves nothing and aborts") {
     {
       TFRecordWriter writer("mem://b/lost.tfrecord");

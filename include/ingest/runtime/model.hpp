@@ -197,6 +197,10 @@ class StageNode {
   /// held by other threads), and of it the time they were on a CPU. Reading
   /// from the page cache or inflating is all CPU; waiting on the network is not.
   std::atomic<std::int64_t> driver_wall_ns{0}, driver_cpu_ns{0};
+  /// Readers of remote objects (http://, s3://) opened by this stage: bytes
+  /// fetched, requests sent, of them retries, and the time the readers
+  /// waited for the network (storage/file.hpp adds these).
+  std::atomic<std::int64_t> net_bytes{0}, net_requests{0}, net_retries{0}, net_wait_ns{0};
 
   /// The share of its driver threads' pulling spent on a CPU (1 until measured).
   double driver_cpu_share() const noexcept {

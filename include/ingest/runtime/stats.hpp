@@ -43,6 +43,14 @@ struct StageStats {
       0;                    ///< share of the time its consumer waited for it (async stages)
   bool autotuned = false;   ///< a knob of this stage is tuned by the autotuner
   bool bottleneck = false;  ///< the stage that limits throughput
+  /// Remote reads (http://, https://, s3://) by this stage: megabytes
+  /// fetched, requests (retries included), retries, and the share of the
+  /// time its readers waited for the network (summed over its readers, so
+  /// parallel readers can exceed 100%).
+  double net_megabytes = 0;
+  std::int64_t net_requests = 0;
+  std::int64_t net_retries = 0;
+  double net_wait_percent = 0;
 };
 
 /// Per-stage statistics of a running pipeline (PipelineIterator::stats()).
@@ -66,7 +74,7 @@ struct PipelineStats {
       width = std::max(width, static_cast<int>(names.back().size()));
     }
     std::string out;
-    char line[160];
+    char line[256];
     std::snprintf(line, sizeof line, "%-*s %12s %10s %12s %6s %7s %7s\n", width, "stage",
                   "elements", "MB", "self us/elem", "par", "buffer", "wait%");
     out += line;
@@ -81,6 +89,16 @@ struct PipelineStats {
                     s.buffer || s.parallelism
                         ? detail::format_percent(s.consumer_wait_percent).c_str()
                         : "-");
+      out += line;
+    }
+    for (const StageStats& s : stages) {  // remote reads, where a stage made any
+      if (s.net_requests == 0) continue;
+      std::snprintf(line, sizeof line,
+                    "network: %s fetched %.2f MB in %lld requests (%lld retries), its readers "
+                    "waited %s%% of the time\n",
+                    s.name.c_str(), s.net_megabytes, static_cast<long long>(s.net_requests),
+                    static_cast<long long>(s.net_retries),
+                    detail::format_percent(s.net_wait_percent).c_str());
       out += line;
     }
     std::snprintf(line, sizeof line, "(%.2f s; the consumer waited for input %s%% of the time)\n",
@@ -240,6 +258,14 @@ inline PipelineStats make_stats(const Model& model) {
     s.consumer_wait_percent =
         elapsed_ns > 0 ? 100.0 * static_cast<double>(v.wait_total_ns) / elapsed_ns : 0;
     s.autotuned = n.parallelism.tunable() || n.buffer.tunable();
+    s.net_megabytes = static_cast<double>(n.net_bytes.load(std::memory_order_relaxed)) / 1e6;
+    s.net_requests = n.net_requests.load(std::memory_order_relaxed);
+    s.net_retries = n.net_retries.load(std::memory_order_relaxed);
+    s.net_wait_percent =
+        elapsed_ns > 0
+            ? 100.0 * static_cast<double>(n.net_wait_ns.load(std::memory_order_relaxed)) /
+                  elapsed_ns
+            : 0;
     // Demand on the pipeline per final element: own time x elements per final
     // element, shared among the stage's parallel calls.
     const double demand = v.self_ns * static_cast<double>(v.elements) / root_elements /

@@ -60,11 +60,13 @@ class FileSequenceIterator {
   using value_type = typename decltype(std::declval<Reader&>().read())::value_type;
 
   FileSequenceIterator(FileList paths, Options options, const char* stage,
-                       std::shared_ptr<Runtime> runtime = nullptr)
+                       std::shared_ptr<Runtime> runtime = nullptr,
+                       std::shared_ptr<StageNode> node = nullptr)
       : paths_(std::move(paths)),
         options_(std::move(options)),
         stage_(stage),
-        runtime_(std::move(runtime)) {}
+        runtime_(std::move(runtime)),
+        node_(std::move(node)) {}
 
   std::optional<value_type> next() {
     for (;;) {
@@ -97,6 +99,7 @@ class FileSequenceIterator {
 
  private:
   void open(const std::string& path) {
+    const storage::ScopedTransferAccount account(node_);  // remote reads count for this stage
     if constexpr (std::is_constructible_v<Reader, const std::string&, const Options&,
                                           BackgroundExecutor>) {
       // The default runtime is looked up (and started) only when a job comes.
@@ -112,6 +115,7 @@ class FileSequenceIterator {
   Options options_;
   const char* stage_;
   std::shared_ptr<Runtime> runtime_;  // for readers taking background help; null: the default
+  std::shared_ptr<StageNode> node_;   // this source's model node, if measured
   std::size_t file_ = 0;
   std::int64_t produced_ = 0;
   std::optional<Reader> reader_;
@@ -142,7 +146,9 @@ class FileDataset
       : paths_(std::move(paths)), options_(std::move(options)) {}
 
   detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext& ctx) const {
-    return {paths_, options_, Stage, ctx.runtime};
+    std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
+    if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
+    return {paths_, options_, Stage, ctx.runtime, std::move(node)};
   }
 
   const FileList& paths() const noexcept { return paths_; }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/model.hpp"
 
 namespace ingest::storage {
 
@@ -83,6 +84,30 @@ class Scheme {
   /// sorted; InvalidArgument if the scheme cannot list.
   virtual std::vector<std::string> list(const std::string& prefix, std::string_view stage) = 0;
 };
+
+namespace detail {
+inline thread_local const std::shared_ptr<ingest::detail::StageNode>* transfer_node = nullptr;
+}  // namespace detail
+
+/// While alive, the remote readers opened on this thread report what they
+/// fetch to `node` (the stage opening them; stats() shows it per stage).
+/// A null node leaves the readers unaccounted.
+class ScopedTransferAccount {
+ public:
+  explicit ScopedTransferAccount(const std::shared_ptr<ingest::detail::StageNode>& node) noexcept
+      : previous_(std::exchange(detail::transfer_node, node ? &node : nullptr)) {}
+  ScopedTransferAccount(const ScopedTransferAccount&) = delete;
+  ScopedTransferAccount& operator=(const ScopedTransferAccount&) = delete;
+  ~ScopedTransferAccount() { detail::transfer_node = previous_; }
+
+ private:
+  const std::shared_ptr<ingest::detail::StageNode>* previous_;
+};
+
+/// The node that readers opened now on this thread report to, or null.
+inline std::shared_ptr<ingest::detail::StageNode> current_transfer_node() {
+  return detail::transfer_node ? *detail::transfer_node : nullptr;
+}
 
 /// The scheme of `path`: the letters, digits, '+', '-' and '.' before "://"
 /// (starting with a letter), lower-cased; empty for a local path.

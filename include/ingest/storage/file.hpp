@@ -72,6 +72,7 @@ class FileReader {
   FileReader(std::string path, std::string_view stage) : path_(std::move(path)) {
     if (storage::is_url(path_)) {
       remote_ = storage::scheme_for(path_, stage)->open_read(path_, stage);
+      account_ = storage::current_transfer_node();
       size_ = remote_->size();
       regular_ = true;
       return;
@@ -100,6 +101,8 @@ class FileReader {
       : path_(std::move(o.path_)),
         fd_(std::exchange(o.fd_, -1)),
         remote_(std::move(o.remote_)),
+        account_(std::move(o.account_)),
+        reported_(o.reported_),
         size_(o.size_),
         position_(o.position_),
         regular_(o.regular_) {}
@@ -109,6 +112,8 @@ class FileReader {
       path_ = std::move(o.path_);
       fd_ = std::exchange(o.fd_, -1);
       remote_ = std::move(o.remote_);
+      account_ = std::move(o.account_);
+      reported_ = o.reported_;
       size_ = o.size_;
       position_ = o.position_;
       regular_ = o.regular_;
@@ -125,6 +130,7 @@ class FileReader {
     if (remote_) {
       const std::size_t got = remote_->read(dst, n);
       position_ += got;
+      report();
       return got;
     }
     auto* out = static_cast<char*>(dst);
@@ -146,7 +152,11 @@ class FileReader {
   /// Reads up to n bytes at `offset` without moving the read position;
   /// returns fewer only at the end of the file. Throws IoError.
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const {
-    if (remote_) return remote_->read_at(offset, dst, n);
+    if (remote_) {
+      const std::size_t got = remote_->read_at(offset, dst, n);
+      report();
+      return got;
+    }
     auto* out = static_cast<char*>(dst);
     std::size_t total = 0;
     while (total < n) {
@@ -182,12 +192,35 @@ class FileReader {
   void close() noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
-    remote_.reset();
+    if (remote_) {
+      try {
+        report();
+      } catch (...) {  // counters() of a broken reader: nothing more to report
+      }
+      remote_.reset();
+    }
+  }
+  // Adds what the remote reader transferred since the last report to the
+  // stage that opened it.
+  void report() const {
+    if (!account_) return;
+    const storage::TransferCounters now = remote_->counters();
+    const auto add = [](std::atomic<std::int64_t>& total, std::uint64_t to, std::uint64_t from) {
+      if (to > from)
+        total.fetch_add(static_cast<std::int64_t>(to - from), std::memory_order_relaxed);
+    };
+    add(account_->net_bytes, now.bytes, reported_.bytes);
+    add(account_->net_requests, now.requests, reported_.requests);
+    add(account_->net_retries, now.retries, reported_.retries);
+    add(account_->net_wait_ns, now.wait_ns, reported_.wait_ns);
+    reported_ = now;
   }
 
   std::string path_;
   int fd_ = -1;
   std::unique_ptr<storage::RemoteReader> remote_;
+  std::shared_ptr<StageNode> account_;  // the stage its remote reads count for
+  mutable storage::TransferCounters reported_{};
   std::uint64_t size_ = 0;
   std::uint64_t position_ = 0;
   bool regular_ = false;
