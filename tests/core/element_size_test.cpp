@@ -56,10 +56,7 @@ TEST_CASE("stats count a user type's bytes", "[core][element_size]") {
   while (it.next()) {
   }
   const PipelineStats stats = it.stats();
-  const StageStats* map = nullptr;
-  for (const StageStats& r : stats.stages) {
-    if (r.name == "map") map = &r;
-  }
+  const StageStats* map = find_stage(stats, "map");
   REQUIRE(map != nullptr);
   CHECK(map->elements == 100);
   // 100 elements of 1,008 bytes, sampled: 0.1008 MB.

@@ -255,9 +255,8 @@ TEST_CASE("an autotuned pipeline gives a slow map the threads",
   while (auto b = it.next()) n += b->num_elements();
   CHECK(n == 3000);
   const PipelineStats s = it.stats();
-  const auto mb = std::find_if(s.stages.begin(), s.stages.end(),
-                               [](auto& r) { return r.name == "map_and_batch"; });
-  REQUIRE(mb != s.stages.end());
+  const StageStats* mb = find_stage(s, "map_and_batch");
+  REQUIRE(mb != nullptr);
   CHECK(mb->autotuned);
   // The function is the bottleneck: all of the CPU budget, the 2 pool
   // threads and the consumer's.

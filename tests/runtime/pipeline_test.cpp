@@ -19,10 +19,8 @@ using namespace std::chrono_literals;
 
 namespace {
 std::int64_t elements_of(const PipelineStats& s, const std::string& name) {
-  for (const StageStats& r : s.stages) {
-    if (r.name == name) return r.elements;
-  }
-  return -1;
+  const StageStats* r = find_stage(s, name);
+  return r ? r->elements : -1;
 }
 }  // namespace
 

@@ -10,12 +10,8 @@ using namespace ingest;
 using namespace ingest::testing;
 
 namespace {
-// Finds a node by name in a pipeline iterator's stats.
 const StageStats* row(const PipelineStats& s, const std::string& name) {
-  for (const auto& r : s.stages) {
-    if (r.name == name) return &r;
-  }
-  return nullptr;
+  return find_stage(s, name);
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -97,5 +98,14 @@ inline std::vector<std::int64_t> values_of(const Tensor& t) {
 struct Boom : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+/// The stats row of the stage named `name` (the first, inputs after their
+/// consumer), or null when there is none.
+inline const StageStats* find_stage(const PipelineStats& stats, std::string_view name) {
+  for (const StageStats& r : stats.stages) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
 
 }  // namespace ingest::testing
