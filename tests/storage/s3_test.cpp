@@ -68,6 +68,39 @@ std::size_t uploads_in_progress(SeaweedS3& server, const std::string& bucket) {
 
 }  // namespace
 
+TEST_CASE("S3 addressing is path-style for other endpoints, virtual-hosted for AWS", "[s3]") {
+  S3Options o;
+  o.anonymous = true;
+  o.region = "eu-west-1";
+  o.endpoint = "https://s3.eu-west-1.amazonaws.com";
+  {
+    S3Client c(o);
+    const Url u = c.url("bucket", "dir/a b+c.txt");
+    CHECK(u.host == "bucket.s3.eu-west-1.amazonaws.com");
+    CHECK(u.port == 443);
+    CHECK(u.target == "/dir/a%20b%2Bc.txt");
+    CHECK(c.url("bucket", "", "list-type=2").target == "/?list-type=2");
+    CHECK_FALSE(c.signer("x"));  // anonymous: nothing to sign
+  }
+  o.path_style = true;
+  CHECK(S3Client(o).url("bucket", "k").str() == "https://s3.eu-west-1.amazonaws.com/bucket/k");
+  o.path_style.reset();
+  o.endpoint = "http://127.0.0.1:9000/base/";
+  {
+    S3Client c(o);
+    CHECK(c.url("bucket", "k/l").str() == "http://127.0.0.1:9000/base/bucket/k/l");
+    CHECK(c.url("bucket", "", "uploads").str() == "http://127.0.0.1:9000/base/bucket?uploads");
+  }
+  o.path_style = false;
+  CHECK(S3Client(o).url("bucket", "k").str() == "http://bucket.127.0.0.1:9000/base/k");
+
+  CHECK(parse_s3_url("s3://b/k/l m").bucket == "b");
+  CHECK(parse_s3_url("s3://b/k/l m").key == "k/l m");
+  CHECK(parse_s3_url("s3://b").key.empty());
+  CHECK_THROWS_AS(parse_s3_url("s3:///k"), InvalidArgument);
+  CHECK_THROWS_AS(parse_s3_url("http://b/k"), InvalidArgument);
+}
+
 TEST_CASE("S3 put and get round trip, exists and ranged read_at", "[s3][remote]") {
   auto& server = SeaweedS3::shared();
   const std::string bucket = server.make_bucket("roundtrip");
@@ -126,6 +159,11 @@ TEST_CASE("S3 wrong secret raises IoError 403 naming the URL", "[s3][remote]") {
   expect_403([&] { bad.exists(url, "test"); });
   expect_403([&] { bad.list("s3://" + bucket + "/", "test"); });
   expect_403([&] { put(bad, url, "other"); });
+  // Anonymous requests to a bucket that is not public are denied too.
+  S3Options anonymous = server_options(server);
+  anonymous.anonymous = true;
+  S3Scheme anon(anonymous);
+  expect_403([&] { anon.exists(url, "test"); });
   // Nothing was retried: a 403 is final.
   CHECK(bad.client()->http()->counters().retries == 0);
   auto r = good.open_read(url, "test");
