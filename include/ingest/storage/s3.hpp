@@ -83,6 +83,37 @@ inline S3Location parse_s3_url(std::string_view url, std::string_view stage = {}
   return loc;
 }
 
+namespace detail {
+
+// Runs `f`, rethrowing its ingest I/O errors (which name the HTTP URL) with
+// the s3:// URL `url` as their file; same kind and offset, the HTTP URL kept
+// in the message.
+template <typename F>
+auto with_s3_url(const std::string& url, std::string_view stage, F&& f) -> decltype(f()) {
+  auto message = [](const Error& e) {
+    const std::string& http_url = e.context().file;
+    return http_url.empty() || http_url == e.message() ? e.message()
+                                                       : e.message() + " (" + http_url + ")";
+  };
+  auto context = [&](const Error& e) {
+    ErrorContext c = e.context();
+    c.file = url;
+    if (c.stage.empty()) c.stage = std::string(stage);
+    return c;
+  };
+  try {
+    return f();
+  } catch (const DataLossError& e) {
+    if (e.context().file == url) throw;
+    throw DataLossError(message(e), context(e));
+  } catch (const IoError& e) {
+    if (e.context().file == url) throw;
+    throw IoError(message(e), context(e));
+  }
+}
+
+}  // namespace detail
+
 /// The S3 REST calls the scheme makes: addressing, signing, errors.
 /// Thread-safe.
 class S3Client {
@@ -162,16 +193,16 @@ class S3Client {
     };
   }
 
-  /// Sends one signed request (retried by the client on 5xx, 429, resets
-  /// and timeouts) and returns the response, whatever its status.
-  HttpResponse send(const std::string& method, const Url& u, std::string body = {},
-                    std::vector<HttpHeader> headers = {}) const {
-    HttpRequest request{.method = method,
-                        .target = u.target,
-                        .headers = std::move(headers),
-                        .body = std::move(body)};
+  /// Sends one signed request for the object `s3_url` (retried by the
+  /// client on 5xx, 429, resets and timeouts) and returns the response,
+  /// whatever its status. Throws IoError naming `s3_url` when retries run
+  /// out.
+  HttpResponse send(const std::string& s3_url, std::string_view stage, const std::string& method,
+                    const Url& u, std::string body = {}) const {
+    HttpRequest request{.method = method, .target = u.target, .body = std::move(body)};
     const PrepareRequest prepare = signer(sha256_hex(request.body));
-    return http_->send(u, std::move(request), prepare);
+    return detail::with_s3_url(s3_url, stage,
+                               [&] { return http_->send(u, std::move(request), prepare); });
   }
 
   /// Throws IoError for a response that is not 2xx: "<what> failed: HTTP
@@ -210,48 +241,21 @@ class S3Client {
 namespace detail {
 
 // Names the s3:// URL in the errors of the ranged reader (which knows only
-// the HTTP URL): same kind, same offset, the HTTP URL kept in the message.
+// the HTTP URL).
 class S3Reader final : public RemoteReader {
  public:
   S3Reader(std::unique_ptr<RemoteReader> inner, std::string url, std::string stage)
       : inner_(std::move(inner)), url_(std::move(url)), stage_(std::move(stage)) {}
   std::uint64_t size() const override { return inner_->size(); }
   std::size_t read(void* dst, std::size_t n) override {
-    return guard([&] { return inner_->read(dst, n); });
+    return with_s3_url(url_, stage_, [&] { return inner_->read(dst, n); });
   }
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) override {
-    return guard([&] { return inner_->read_at(offset, dst, n); });
+    return with_s3_url(url_, stage_, [&] { return inner_->read_at(offset, dst, n); });
   }
   TransferCounters counters() const override { return inner_->counters(); }
 
-  // Runs `f`, rethrowing its ingest errors with the s3:// URL.
-  template <typename F>
-  static auto rename(const std::string& url, const std::string& stage, F&& f) -> decltype(f()) {
-    try {
-      return f();
-    } catch (const DataLossError& e) {
-      throw DataLossError(message(e), context(e, url, stage));
-    } catch (const IoError& e) {
-      throw IoError(message(e), context(e, url, stage));
-    }
-  }
-
  private:
-  template <typename F>
-  auto guard(F&& f) -> decltype(f()) {
-    return rename(url_, stage_, std::forward<F>(f));
-  }
-  static std::string message(const Error& e) {
-    const std::string& http_url = e.context().file;
-    return http_url.empty() ? e.message() : e.message() + " (" + http_url + ")";
-  }
-  static ErrorContext context(const Error& e, const std::string& url, const std::string& stage) {
-    ErrorContext c = e.context();
-    c.file = url;
-    if (c.stage.empty()) c.stage = stage;
-    return c;
-  }
-
   std::unique_ptr<RemoteReader> inner_;
   std::string url_;
   std::string stage_;
@@ -314,8 +318,8 @@ class S3Writer final : public RemoteWriter {
     }
     try {
       if (upload_id_.empty()) {
-        const auto r =
-            client_->send("PUT", client_->url(loc_.bucket, loc_.key), std::move(buffer_));
+        const auto r = client_->send(url_, stage_, "PUT", client_->url(loc_.bucket, loc_.key),
+                                     std::move(buffer_));
         S3Client::check(r, "PutObject", url_, stage_);
       } else {
         if (!buffer_.empty() || etags_.empty()) upload_part(buffer_);
@@ -338,8 +342,9 @@ class S3Writer final : public RemoteWriter {
     const std::string id = std::move(upload_id_);
     upload_id_.clear();
     try {
-      const auto r = client_->send(
-          "DELETE", client_->url(loc_.bucket, loc_.key, "uploadId=" + uri_encode(id, false)));
+      const auto r =
+          client_->send(url_, stage_, "DELETE",
+                        client_->url(loc_.bucket, loc_.key, "uploadId=" + uri_encode(id, false)));
       (void)r;  // best effort: a bucket lifecycle rule cleans what remains
     } catch (...) {
     }
@@ -347,7 +352,8 @@ class S3Writer final : public RemoteWriter {
 
  private:
   void start_upload() {
-    const auto r = client_->send("POST", client_->url(loc_.bucket, loc_.key, "uploads"));
+    const auto r =
+        client_->send(url_, stage_, "POST", client_->url(loc_.bucket, loc_.key, "uploads"));
     S3Client::check(r, "CreateMultipartUpload", url_, stage_);
     const ErrorContext where{.stage = stage_, .file = url_};
     const XmlElement root = parse_xml(r.body, where);
@@ -364,7 +370,7 @@ class S3Writer final : public RemoteWriter {
       throw IoError("an S3 multipart upload has at most 10000 parts: raise S3Options::part_size",
                     {.stage = stage_, .file = url_});
     }
-    const auto r = client_->send("PUT",
+    const auto r = client_->send(url_, stage_, "PUT",
                                  client_->url(loc_.bucket, loc_.key,
                                               "partNumber=" + std::to_string(number) +
                                                   "&uploadId=" + uri_encode(upload_id_, false)),
@@ -385,7 +391,8 @@ class S3Writer final : public RemoteWriter {
     }
     xml += "</CompleteMultipartUpload>";
     const auto r = client_->send(
-        "POST", client_->url(loc_.bucket, loc_.key, "uploadId=" + uri_encode(upload_id_, false)),
+        url_, stage_, "POST",
+        client_->url(loc_.bucket, loc_.key, "uploadId=" + uri_encode(upload_id_, false)),
         std::move(xml));
     S3Client::check(r, "CompleteMultipartUpload", url_, stage_);
     // S3 may answer 200 and report the failure in the body.
@@ -424,7 +431,7 @@ class S3Scheme final : public Scheme {
       throw InvalidArgument("an s3:// URL without a key cannot be read",
                             {.stage = st, .file = url});
     }
-    return detail::S3Reader::rename(url, st, [&]() -> std::unique_ptr<RemoteReader> {
+    return detail::with_s3_url(url, st, [&]() -> std::unique_ptr<RemoteReader> {
       auto inner = std::make_unique<RangedReader>(
           client_->http(), client_->url(loc.bucket, loc.key), client_->signer(sha256_hex({})),
           client_->options().readahead, stage);
@@ -443,9 +450,7 @@ class S3Scheme final : public Scheme {
   bool exists(const std::string& url, std::string_view stage) override {
     const S3Location loc = parse_s3_url(url, stage);
     if (loc.key.empty()) return false;
-    const auto r = detail::S3Reader::rename(url, std::string(stage), [&] {
-      return client_->send("HEAD", client_->url(loc.bucket, loc.key));
-    });
+    const auto r = client_->send(url, stage, "HEAD", client_->url(loc.bucket, loc.key));
     if (r.status == 404) return false;
     S3Client::check(r, "HeadObject", url, stage);
     return true;
@@ -464,8 +469,7 @@ class S3Scheme final : public Scheme {
       if (!token.empty()) query += "&continuation-token=" + uri_encode(token, false);
       query += "&max-keys=" + std::to_string(client_->options().list_page_size);
       query += "&prefix=" + uri_encode(loc.key, false);
-      const auto r = detail::S3Reader::rename(
-          prefix, st, [&] { return client_->send("GET", client_->url(loc.bucket, {}, query)); });
+      const auto r = client_->send(prefix, stage, "GET", client_->url(loc.bucket, {}, query));
       S3Client::check(r, "ListObjectsV2", prefix, stage);
       const ListObjectsPage p = parse_list_objects_v2(r.body, where);
       for (const auto& key : p.keys) urls.push_back("s3://" + loc.bucket + "/" + key);
