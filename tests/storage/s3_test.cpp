@@ -101,6 +101,22 @@ TEST_CASE("S3 addressing is path-style for other endpoints, virtual-hosted for A
   CHECK_THROWS_AS(parse_s3_url("http://b/k"), InvalidArgument);
 }
 
+TEST_CASE("S3 error bodies name the code, the message and the URL", "[s3]") {
+  HttpResponse r{.status = 503,
+                 .body =
+                     "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>"
+                     "<Message>Please reduce your request rate.</Message></Error>"};
+  const IoError e = S3Client::error(r, "GetObject", "s3://b/k", "reader");
+  CHECK(e.message() == "S3 GetObject failed: HTTP 503 SlowDown: Please reduce your request rate.");
+  CHECK(e.context().file == "s3://b/k");
+  CHECK(e.context().stage == "reader");
+  r = {.status = 404};
+  CHECK_THROWS_WITH(S3Client::check(r, "HeadObject", "s3://b/k", "x"),
+                    Catch::Contains("HTTP 404") && Catch::Contains("s3://b/k"));
+  r = {.status = 206};
+  CHECK_NOTHROW(S3Client::check(r, "GetObject", "s3://b/k", "x"));
+}
+
 TEST_CASE("S3 put and get round trip, exists and ranged read_at", "[s3][remote]") {
   auto& server = SeaweedS3::shared();
   const std::string bucket = server.make_bucket("roundtrip");
