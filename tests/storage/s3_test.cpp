@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -99,6 +100,31 @@ TEST_CASE("S3 addressing is path-style for other endpoints, virtual-hosted for A
   CHECK(parse_s3_url("s3://b").key.empty());
   CHECK_THROWS_AS(parse_s3_url("s3:///k"), InvalidArgument);
   CHECK_THROWS_AS(parse_s3_url("http://b/k"), InvalidArgument);
+}
+
+TEST_CASE("S3 credentials resolve on the first request, not at registration", "[s3]") {
+  ingest::testing::TempDir dir;
+  ingest::testing::write_file(dir / "credentials",
+                              "[default]\naws_access_key_id = K\naws_secret_access_key = S\n");
+  const char* saved_file = std::getenv("AWS_SHARED_CREDENTIALS_FILE");
+  const std::string saved = saved_file ? saved_file : "";
+  ::setenv("AWS_SHARED_CREDENTIALS_FILE", (dir / "credentials").c_str(), 1);
+  const char* id = std::getenv("AWS_ACCESS_KEY_ID");
+  if (id == nullptr) {  // the environment would win over the file
+    S3Options o;
+    o.endpoint = "http://127.0.0.1:9";
+    o.profile = "no-such-profile";
+    CHECK_NOTHROW(use_s3(o));
+    S3Client c(o);
+    CHECK_THROWS_AS(c.credentials(), InvalidArgument);
+    o.profile.clear();
+    CHECK(S3Client(o).credentials().access_key_id == "K");
+  }
+  if (saved_file) {
+    ::setenv("AWS_SHARED_CREDENTIALS_FILE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+  }
 }
 
 TEST_CASE("S3 error bodies name the code, the message and the URL", "[s3]") {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,10 +122,7 @@ class S3Client {
   explicit S3Client(S3Options options)
       : options_(std::move(options)),
         http_(std::make_shared<HttpClient>(options_.http)),
-        region_(resolve_region(options_.region)),
-        credentials_(options_.anonymous     ? AwsCredentials{}
-                     : options_.credentials ? *options_.credentials
-                                            : resolve_credentials(options_.profile)) {
+        region_(resolve_region(options_.region)) {
     const std::string aws_default = "https://s3." + region_ + ".amazonaws.com";
     const std::string endpoint = resolve_endpoint(options_.endpoint, region_);
     endpoint_ = parse_url(endpoint);
@@ -142,7 +140,17 @@ class S3Client {
 
   const S3Options& options() const noexcept { return options_; }
   const std::shared_ptr<HttpClient>& http() const noexcept { return http_; }
-  const AwsCredentials& credentials() const noexcept { return credentials_; }
+  /// The credentials requests are signed with, resolved on first use (so
+  /// registering the scheme never throws for a bad credentials file; the
+  /// first request does, naming the file). Thread-safe.
+  const AwsCredentials& credentials() const {
+    std::call_once(credentials_once_, [this] {
+      credentials_ = options_.anonymous     ? AwsCredentials{}
+                     : options_.credentials ? *options_.credentials
+                                            : resolve_credentials(options_.profile);
+    });
+    return credentials_;
+  }
   const std::string& region() const noexcept { return region_; }
 
   /// The HTTP URL of `key` in `bucket` (empty key: the bucket), with
@@ -165,8 +173,8 @@ class S3Client {
   /// A PrepareRequest that signs each attempt (fresh x-amz-date) with the
   /// payload hash `payload_hash`; for anonymous credentials it adds nothing.
   PrepareRequest signer(std::string payload_hash) const {
-    if (credentials_.anonymous()) return {};
-    return [credentials = credentials_, region = region_, hash = std::move(payload_hash)](
+    if (credentials().anonymous()) return {};
+    return [credentials = credentials(), region = region_, hash = std::move(payload_hash)](
                const Url& u, HttpRequest& request) {
       SigV4Request r{.method = request.method, .target = request.target, .payload_hash = hash};
       if (r.target.empty() || r.target == "/") r.target = u.target;
@@ -233,7 +241,8 @@ class S3Client {
   S3Options options_;
   std::shared_ptr<HttpClient> http_;
   std::string region_;
-  AwsCredentials credentials_;
+  mutable std::once_flag credentials_once_{};
+  mutable AwsCredentials credentials_{};
   Url endpoint_{};
   bool path_style_ = true;
 };
@@ -488,8 +497,9 @@ class S3Scheme final : public Scheme {
 };
 
 /// Registers (or replaces) the s3:// scheme with `options`: every path
-/// "s3://…" opened after this call uses them. Throws InvalidArgument for
-/// bad options or a credentials file that cannot be read.
+/// "s3://…" opened after this call uses them. Region and endpoint are
+/// resolved now, credentials on the first request. Throws InvalidArgument
+/// for bad options (a malformed endpoint, parts under 5 MiB).
 inline void use_s3(S3Options options = {}) {
   register_scheme("s3", std::make_shared<S3Scheme>(std::move(options)));
 }
