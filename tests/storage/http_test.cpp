@@ -520,3 +520,26 @@ TEST_CASE("an attempt that gets no answer times out, and is retried", "[remote][
   CHECK(took < std::chrono::seconds(5));
   ::close(fd);
 }
+
+TEST_CASE("a body cut short by the request timeout resumes at the exact byte", "[remote][http]") {
+  // nginx sends /slow/ responses at NginxServer::slow_rate bytes a second,
+  // the first second's worth at once: each attempt gets that much before its
+  // 300 ms timeout, and the next one asks for the rest.
+  testing::TempDir root;
+  const std::string data = random_bytes(5 * testing::NginxServer::slow_rate + 777, 11);
+  testing::write_file(root / "resume.bin", data);
+  testing::NginxServer nginx(root.path().string());
+  HttpOptions options;
+  options.request_timeout = std::chrono::milliseconds(300);
+  options.retry.max_attempts = 2;  // below the attempts needed: progress resets the count
+  options.retry.initial_backoff = std::chrono::milliseconds(1);
+  auto client = std::make_shared<HttpClient>(options);
+  const std::string url = nginx.url("/slow/resume.bin");
+  RangedReader reader(client, parse_url(url), {}, {.block_size = 1 << 20, .in_flight = 1}, "test");
+  CHECK(reader.size() == data.size());
+  CHECK(read_all(reader, 10'000) == data);
+  const auto c = reader.counters();
+  CHECK(c.retries >= 4);
+  CHECK(c.requests == c.retries + 1);
+  CHECK(c.bytes == data.size());  // no byte fetched twice
+}

@@ -133,7 +133,8 @@ inline SelfSignedCertificate make_self_signed_certificate(const TempDir& dir) {
   return out;
 }
 
-/// A real nginx serving `root` on 127.0.0.1, plain HTTP on port(), and with
+/// A real nginx serving `root` on 127.0.0.1, plain HTTP on port() (and the
+/// same files rate-limited under /slow/, see slow_rate), and with
 /// `tls` also HTTPS on tls_port() with a fresh self-signed certificate
 /// (certificate_file()). Stopped (SIGKILL) and reaped on destruction.
 class NginxServer {
@@ -148,8 +149,11 @@ class NginxServer {
           "nginx is not installed: run scripts/install-deps.sh (package nginx-light)");
     }
     port_ = free_loopback_port();
+    // /slow/<name> serves <name> at `slow_rate` bytes a second (nginx
+    // sends each request's first second's worth at once).
     std::string servers = "  server {\n    listen 127.0.0.1:" + std::to_string(port_) +
-                          ";\n    root " + root + ";\n  }\n";
+                          ";\n    root " + root + ";\n    location /slow/ {\n      alias " + root +
+                          "/;\n      limit_rate " + std::to_string(slow_rate) + ";\n    }\n  }\n";
     if (tls) {
       certificate_ = make_self_signed_certificate(dir_);
       do {
@@ -199,6 +203,9 @@ class NginxServer {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  /// Bytes a second of one response under /slow/.
+  static constexpr std::size_t slow_rate = 32 * 1024;
+
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
   ~NginxServer() { stop(); }
