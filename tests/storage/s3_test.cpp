@@ -198,6 +198,7 @@ TEST_CASE("S3 wrong secret raises IoError 403 naming the URL", "[s3][remote]") {
     }
   };
   expect_403([&] { bad.open_read(url, "test"); });
+  CHECK_THROWS_WITH(bad.open_read(url, "test"), Catch::Contains("SignatureDoesNotMatch"));
   expect_403([&] { bad.exists(url, "test"); });
   expect_403([&] { bad.list("s3://" + bucket + "/", "test"); });
   expect_403([&] { put(bad, url, "other"); });
@@ -225,6 +226,8 @@ TEST_CASE("S3 missing key raises IoError 404 at once", "[s3][remote]") {
     INFO(e.what());
     CHECK(e.context().file == url);
     CHECK(std::string(e.what()).find("404") != std::string::npos);
+    CHECK(std::string(e.what()).find("NoSuchKey") != std::string::npos);
+    CHECK(e.context().offset == 0);
   }
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   CHECK(s3.client()->http()->counters().retries == 0);

@@ -206,8 +206,12 @@ class S3Client {
   /// whatever its status. Throws IoError naming `s3_url` when retries run
   /// out.
   HttpResponse send(const std::string& s3_url, std::string_view stage, const std::string& method,
-                    const Url& u, std::string body = {}) const {
-    HttpRequest request{.method = method, .target = u.target, .body = std::move(body)};
+                    const Url& u, std::string body = {},
+                    std::vector<HttpHeader> headers = {}) const {
+    HttpRequest request{.method = method,
+                        .target = u.target,
+                        .headers = std::move(headers),
+                        .body = std::move(body)};
     const PrepareRequest prepare = signer(sha256_hex(request.body));
     return detail::with_s3_url(s3_url, stage,
                                [&] { return http_->send(u, std::move(request), prepare); });
@@ -440,12 +444,31 @@ class S3Scheme final : public Scheme {
       throw InvalidArgument("an s3:// URL without a key cannot be read",
                             {.stage = st, .file = url});
     }
-    return detail::with_s3_url(url, st, [&]() -> std::unique_ptr<RemoteReader> {
-      auto inner = std::make_unique<RangedReader>(
-          client_->http(), client_->url(loc.bucket, loc.key), client_->signer(sha256_hex({})),
-          client_->options().readahead, stage);
-      return std::make_unique<detail::S3Reader>(std::move(inner), url, st);
-    });
+    const Url http_url = client_->url(loc.bucket, loc.key);
+    std::unique_ptr<RemoteReader> inner;
+    try {
+      inner = detail::with_s3_url(url, st, [&] {
+        return std::make_unique<RangedReader>(client_->http(), http_url,
+                                              client_->signer(sha256_hex({})),
+                                              client_->options().readahead, stage);
+      });
+    } catch (const IoError&) {
+      // The reader reports the status only; S3's error body says more
+      // (NoSuchBucket or NoSuchKey, SignatureDoesNotMatch or AccessDenied):
+      // one more request, on the failure path only.
+      std::optional<HttpResponse> r;
+      try {
+        r = client_->send(url, stage, "GET", http_url, {}, {{"Range", "bytes=0-0"}});
+      } catch (const Error&) {
+      }
+      if (r && r->status >= 400 && r->status < 500 && parse_s3_error(r->body)) {
+        IoError e = S3Client::error(*r, "GetObject", url, stage);
+        e.add_context({.offset = 0});
+        throw e;
+      }
+      throw;
+    }
+    return std::make_unique<detail::S3Reader>(std::move(inner), url, st);
   }
 
   /// A writer that makes the object appear only on commit (single PUT up
