@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -69,6 +70,7 @@ class SeaweedS3 {
                    R"("}],"actions":["Admin","Read","List","Tagging","Write"]}]})");
     std::vector<std::string> args = {
         weed,
+        "-logtostderr",  // into weed.log below, not glog files in /tmp
         "server",
         "-dir=" + (dir_ / "data"),
         "-ip=127.0.0.1",
@@ -90,11 +92,17 @@ class SeaweedS3 {
         "-master.telemetry=false",
     };
     std::filesystem::create_directories(dir_.path() / "data");
+    remove_sockets();  // a killed run's, should it have had the same ports
     const std::string log = dir_ / "weed.log";
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       ::setpgid(0, 0);
+      // Dies with the test binary even when it is killed (a ctest timeout)
+      // or crashes before its destructors run.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(125);
       // One volume per bucket (collection) instead of seven: the tests make
       // a bucket each.
       ::setenv("WEED_MASTER_VOLUME_GROWTH_COPY_1", "1", 1);
@@ -255,19 +263,27 @@ class SeaweedS3 {
       }
       pid_ = -1;
     }
-    // weed leaves Unix sockets named after its ports in /tmp.
+    remove_sockets();
+  }
+
+  // weed makes Unix sockets named after its ports in /tmp (whatever TMPDIR
+  // says) and leaves them behind when killed.
+  void remove_sockets() const noexcept {
     std::error_code ec;
     std::vector<std::filesystem::path> stale;
-    for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("seaweedfs-", 0) != 0) continue;
-      for (const int port : ports_) {
-        const std::string tail = "-" + std::to_string(port) + ".sock";
-        if (name.size() > tail.size() &&
-            name.compare(name.size() - tail.size(), tail.size(), tail) == 0) {
-          stale.push_back(e.path());
+    try {
+      for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("seaweedfs-", 0) != 0) continue;
+        for (const int port : ports_) {
+          const std::string tail = "-" + std::to_string(port) + ".sock";
+          if (name.size() > tail.size() &&
+              name.compare(name.size() - tail.size(), tail.size(), tail) == 0) {
+            stale.push_back(e.path());
+          }
         }
       }
+    } catch (const std::exception&) {  // /tmp changed under us: leave the rest
     }
     for (const auto& p : stale) std::filesystem::remove(p, ec);
   }
