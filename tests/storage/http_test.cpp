@@ -585,3 +585,28 @@ TEST_CASE("what a PrepareRequest throws propagates, ingest errors keeping their 
   }
   CHECK(client.counters().requests == 0);
 }
+
+TEST_CASE("readers and clients destroyed with requests in flight shut down cleanly",
+          "[remote][http]") {
+  testing::TempDir root;
+  const std::string data = random_bytes(2 << 20, 21);
+  testing::write_file(root / "abandoned.bin", data);
+  testing::NginxServer nginx(root.path().string());
+  const auto url = parse_url(nginx.url("/slow/abandoned.bin"));  // slow: still in flight
+  for (int round = 0; round < 3; ++round) {
+    auto client = quick_client();
+    {
+      RangedReader reader(client, url, {}, {.block_size = 16 << 10, .in_flight = 8}, "test");
+      char b = 0;
+      CHECK(reader.read(&b, 1) == 1);
+      CHECK(b == data[0]);
+    }  // the reader goes with 8 blocks in flight
+    if (round == 1) {
+      // A second reader on the same client still works after the first was abandoned.
+      RangedReader again(client, parse_url(nginx.url("/abandoned.bin")), {},
+                         {.block_size = 256 << 10, .in_flight = 2}, "test");
+      CHECK(read_all(again, 100'000) == data);
+    }
+    client.reset();  // the client goes with requests in flight (round 0, 2) or idle
+  }
+}
