@@ -285,6 +285,20 @@ TEST_CASE("RangedReader reads a multi-block object byte-exactly", "[remote][http
     CHECK(empty.read_at(0, &b, 1) == 0);
   }
 
+  SECTION("readahead changed mid-read, as an autotuner does") {
+    RangedReader reader(client, url, {}, readahead, "test");
+    std::string got(300'000, '\0');
+    REQUIRE(reader.read(got.data(), got.size()) == got.size());
+    reader.set_readahead({.block_size = 100'001, .in_flight = 7});
+    CHECK(reader.readahead().block_size == 100'001);
+    CHECK(reader.readahead().in_flight == 7);
+    got += read_all(reader, 65'536);
+    CHECK(got == data);
+    reader.set_readahead({.block_size = 0, .in_flight = 0});
+    CHECK(reader.readahead().block_size == 1);
+    CHECK(reader.readahead().in_flight == 1);
+  }
+
   SECTION("one block in flight, blocks of one byte more than a power of two") {
     RangedReader reader(client, url, {}, {.block_size = (64 << 10) + 1, .in_flight = 1}, "test");
     CHECK(read_all(reader, 4096) == data);
@@ -435,6 +449,8 @@ TEST_CASE("HttpScheme opens http URLs for ingest's readers", "[remote][http]") {
   testing::write_file(root / "lines.txt", "alpha\nbeta\ngamma\n");
   testing::NginxServer nginx(root.path().string());
   auto scheme = storage::register_http_scheme(quick_client(), {.block_size = 4096, .in_flight = 2});
+  CHECK(scheme->readahead().block_size == 4096);
+  CHECK(scheme->readahead().in_flight == 2);
   CHECK(storage::scheme_for("https://h/x", "test") == scheme);
 
   std::vector<std::string> records;
@@ -542,4 +558,55 @@ TEST_CASE("a body cut short by the request timeout resumes at the exact byte", "
   CHECK(c.retries >= 4);
   CHECK(c.requests == c.retries + 1);
   CHECK(c.bytes == data.size());  // no byte fetched twice
+}
+
+TEST_CASE("what a PrepareRequest throws propagates, ingest errors keeping their type",
+          "[remote][http]") {
+  HttpClient client;
+  const auto url =
+      parse_url("http://127.0.0.1:" + std::to_string(testing::free_loopback_port()) + "/k");
+  try {
+    client.send(url, {}, [](const storage::Url&, storage::HttpRequest&) {
+      throw InvalidArgument("no credentials");
+    });
+    FAIL("no exception");
+  } catch (const InvalidArgument& e) {
+    CHECK(e.message() == "no credentials");
+    CHECK(e.context().file == url.str());
+  }
+  try {
+    client.send(url, {}, [](const storage::Url&, storage::HttpRequest&) {
+      throw std::runtime_error("clock skew");
+    });
+    FAIL("no exception");
+  } catch (const IoError& e) {
+    CHECK(std::string(e.what()).find("preparing the request failed: clock skew") !=
+          std::string::npos);
+  }
+  CHECK(client.counters().requests == 0);
+}
+
+TEST_CASE("readers and clients destroyed with requests in flight shut down cleanly",
+          "[remote][http]") {
+  testing::TempDir root;
+  const std::string data = random_bytes(2 << 20, 21);
+  testing::write_file(root / "abandoned.bin", data);
+  testing::NginxServer nginx(root.path().string());
+  const auto url = parse_url(nginx.url("/slow/abandoned.bin"));  // slow: still in flight
+  for (int round = 0; round < 3; ++round) {
+    auto client = quick_client();
+    {
+      RangedReader reader(client, url, {}, {.block_size = 16 << 10, .in_flight = 8}, "test");
+      char b = 0;
+      CHECK(reader.read(&b, 1) == 1);
+      CHECK(b == data[0]);
+    }  // the reader goes with 8 blocks in flight
+    if (round == 1) {
+      // A second reader on the same client still works after the first was abandoned.
+      RangedReader again(client, parse_url(nginx.url("/abandoned.bin")), {},
+                         {.block_size = 256 << 10, .in_flight = 2}, "test");
+      CHECK(read_all(again, 100'000) == data);
+    }
+    client.reset();  // the client goes with requests in flight (round 0, 2) or idle
+  }
 }

@@ -34,7 +34,6 @@
 #include <deque>
 #include <exception>
 #include <functional>
-#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -116,7 +115,9 @@ struct HttpOptions {
 };
 
 /// Signs or decorates each attempt just before it is sent (S3 SigV4 signs
-/// here). Called again on every retry, on one of the client's I/O threads.
+/// here). Called again on every retry, on one of the client's I/O threads,
+/// possibly on several at once (a reader's blocks in flight): it must be
+/// thread-safe and must not block on the client (no send() inside).
 using PrepareRequest = std::function<void(const Url&, HttpRequest&)>;
 
 namespace detail {
@@ -138,6 +139,13 @@ inline bool iequals(std::string_view a, std::string_view b) {
     if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
   }
   return true;
+}
+
+/// "HTTP 404 Not Found".
+inline std::string status_text(int status) {
+  namespace http = boost::beast::http;
+  const auto reason = http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)));
+  return "HTTP " + std::to_string(status) + (reason.empty() ? "" : " " + std::string(reason));
 }
 
 /// True for statuses worth retrying: 5xx, 429 Too Many Requests, 408.
@@ -184,6 +192,52 @@ struct HttpConnection {
     lowest().socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
     lowest().socket().close(ignored);
   }
+};
+
+/// A result handed from an I/O thread to a thread that blocks on it (a
+/// std::promise without its catch: libstdc++'s exception_ptr counts
+/// references in code ThreadSanitizer cannot see, so an exception must be
+/// moved, never shared, between the threads, and end on the waiting one).
+template <class T>
+class Completion {
+ public:
+  /// Stores the value and wakes the waiter.
+  void set_value(T value) {
+    {
+      std::lock_guard lock(mu_);
+      value_.emplace(std::move(value));
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  /// Stores the error (moved in: the caller keeps no reference) and wakes the waiter.
+  void set_exception(std::exception_ptr&& error) {
+    {
+      std::lock_guard lock(mu_);
+      error_ = std::move(error);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  /// Blocks until a result is stored; returns the value or rethrows the
+  /// error. Call once.
+  T get() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    if (error_) {
+      std::exception_ptr error = std::move(error_);
+      lock.unlock();
+      std::rethrow_exception(std::move(error));
+    }
+    return std::move(*value_);
+  }
+
+ private:
+  std::mutex mu_{};
+  std::condition_variable cv_{};
+  bool done_ = false;
+  std::optional<T> value_{};
+  std::exception_ptr error_{};
 };
 
 }  // namespace detail
@@ -242,26 +296,32 @@ class HttpClient {
   /// as is. `prepare` runs before every attempt. Throws IoError naming the
   /// URL, the attempts and the last error when retries run out, or at once
   /// for errors no retry can fix (a certificate that fails verification, a
-  /// body over max_response_bytes).
+  /// body over max_response_bytes). What `prepare` throws propagates (an
+  /// ingest::Error keeps its type). Blocks the calling thread: never call
+  /// it from an I/O thread of this client (a PrepareRequest, a handler).
   HttpResponse send(const Url& url, HttpRequest request, const PrepareRequest& prepare = {}) {
-    auto promise = std::make_shared<std::promise<HttpResponse>>();
-    auto future = promise->get_future();
+    auto result = std::make_shared<detail::Completion<HttpResponse>>();
     async_send(url, std::move(request), prepare, options_.max_response_bytes,
-               [promise](std::exception_ptr error, HttpResponse response) {
+               [result](std::exception_ptr error, HttpResponse response) {
                  if (error) {
-                   promise->set_exception(error);
+                   result->set_exception(std::move(error));
                  } else {
-                   promise->set_value(std::move(response));
+                   result->set_value(std::move(response));
                  }
                });
     const auto start = std::chrono::steady_clock::now();
-    future.wait();
-    wait_ns_.fetch_add(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count()),
-        std::memory_order_relaxed);
-    return future.get();
+    struct CountWait {  // also when get() throws
+      std::atomic<std::uint64_t>& total;
+      std::chrono::steady_clock::time_point start;
+      ~CountWait() {
+        total.fetch_add(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count()),
+            std::memory_order_relaxed);
+      }
+    } count{wait_ns_, start};
+    return result->get();
   }
 
   /// Counters over the client's life: requests (attempts sent), retries,
@@ -382,20 +442,27 @@ class HttpClient {
     return ms;
   }
 
-  /// Counts one retry and `bytes` received (for the async layer's users).
+  /// Counts one retry in counters() (for retry loops built on async_attempt).
   void count_retry() { retries_.fetch_add(1, std::memory_order_relaxed); }
 
-  /// Applies `prepare` (if any) to a copy of `base` for one attempt. Returns
-  /// the prepared request, or an error text when `prepare` threw.
-  static std::optional<std::string> prepare_attempt(const Url& url, const PrepareRequest& prepare,
-                                                    HttpRequest& request) {
-    if (!prepare) return std::nullopt;
+  /// Applies `prepare` (if any) to `request` for one attempt. Returns null,
+  /// or what it threw: an ingest::Error as is with `context` added (a
+  /// signer's InvalidArgument stays one), anything else as an IoError.
+  static std::exception_ptr prepare_attempt(const Url& url, const PrepareRequest& prepare,
+                                            HttpRequest& request, const ErrorContext& context) {
+    if (!prepare) return nullptr;
     try {
       prepare(url, request);
+    } catch (Error& e) {
+      e.add_context(context);
+      return std::current_exception();
     } catch (const std::exception& e) {
-      return std::string("preparing the request failed: ") + e.what();
+      return std::make_exception_ptr(
+          IoError(std::string("preparing the request failed: ") + e.what(), context));
+    } catch (...) {
+      return std::make_exception_ptr(IoError("preparing the request failed", context));
     }
-    return std::nullopt;
+    return nullptr;
   }
 
  private:
@@ -420,12 +487,9 @@ class HttpClient {
   void send_attempt(const std::shared_ptr<SendState>& state) {
     ++state->attempts;
     HttpRequest request = state->request;
-    if (auto error = prepare_attempt(state->url, state->prepare, request)) {
-      finish_send(
-          state,
-          std::make_exception_ptr(IoError(request.method + " " + state->url.str() + ": " + *error,
-                                          {.file = state->url.str()})),
-          {});
+    if (auto error =
+            prepare_attempt(state->url, state->prepare, request, {.file = state->url.str()})) {
+      finish_send(state, std::move(error), {});
       return;
     }
     const std::string method = request.method;
@@ -441,11 +505,9 @@ class HttpClient {
           const bool retryable = attempt.transport_failed ? attempt.retryable : true;
           std::string error = attempt.transport_failed
                                   ? attempt.error
-                                  : "HTTP " + std::to_string(attempt.response.status);
+                                  : detail::status_text(attempt.response.status);
           if (!retryable || state->attempts >= options_.retry.max_attempts) {
-            // A retryable status that persisted is returned as is
-            // only when it was never retryable; here it becomes an
-            // IoError naming the URL and the attempts.
+            // Retries exhausted, or an error no retry fixes.
             finish_send(state,
                         std::make_exception_ptr(IoError(
                             method + " " + state->url.str() + " failed after " +
@@ -466,7 +528,7 @@ class HttpClient {
                    HttpResponse response) {
     release_slot(state->url);
     auto done = std::move(state->done);
-    done(std::move(error), std::move(response));
+    done(std::move(error), std::move(response));  // moved: this thread keeps no reference
   }
 
   std::shared_ptr<detail::HttpConnection> take_idle(const std::string& key) {

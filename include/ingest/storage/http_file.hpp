@@ -16,7 +16,6 @@
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,7 +103,7 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
   int attempts = 0;  // since the last attempt that made progress
   std::string last_error{};
   HttpResponse open_response{};  // open: the headers of the response that succeeded
-  std::promise<std::string> promise{};
+  std::shared_ptr<Completion<std::string>> outcome = std::make_shared<Completion<std::string>>();
 
   void start() {
     auto self = shared_from_this();
@@ -129,8 +128,9 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
       if (const auto* tag = open_response.header("ETag"))
         request.headers.push_back({"If-Match", *tag});
     }
-    if (auto error = HttpClient::prepare_attempt(shared->url, shared->prepare, request)) {
-      return fail(std::make_exception_ptr(IoError(*error, context())));
+    if (auto error =
+            HttpClient::prepare_attempt(shared->url, shared->prepare, request, context())) {
+      return fail(std::move(error));
     }
     shared->requests.fetch_add(1, std::memory_order_relaxed);
     auto self = shared_from_this();
@@ -220,12 +220,6 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
     return shared->etag.empty() || tag == nullptr || *tag == shared->etag;
   }
 
-  static std::string status_text(int status) {
-    const auto reason = boost::beast::http::obsolete_reason(
-        boost::beast::http::int_to_status(static_cast<unsigned>(status)));
-    return "HTTP " + std::to_string(status) + (reason.empty() ? "" : " " + std::string(reason));
-  }
-
   void changed(const HttpResponse& response) {
     const auto* tag = response.header("ETag");
     fail(std::make_exception_ptr(DataLossError(
@@ -254,12 +248,12 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
 
   void succeed() {
     shared->client->release_slot(shared->url);
-    promise.set_value(std::move(data));
+    outcome->set_value(std::move(data));
   }
 
   void fail(std::exception_ptr error) {
     shared->client->release_slot(shared->url);
-    promise.set_exception(std::move(error));
+    outcome->set_exception(std::move(error));
   }
 };
 
@@ -280,11 +274,11 @@ class RangedReader final : public RemoteReader {
   /// or decorates every request; `stage` names the caller in errors.
   RangedReader(std::shared_ptr<HttpClient> client, Url url, PrepareRequest prepare,
                ReadaheadOptions readahead, std::string_view stage)
-      : client_(std::move(client)), readahead_(readahead) {
-    if (!client_)
+      : client_(std::move(client)) {
+    if (!client_) {
       throw InvalidArgument("RangedReader: no HttpClient", {.stage = std::string(stage)});
-    readahead_.block_size = std::max<std::size_t>(readahead_.block_size, 1);
-    readahead_.in_flight = std::max<std::size_t>(readahead_.in_flight, 1);
+    }
+    set_readahead(readahead);
     shared_ = std::make_shared<detail::RangedShared>();
     shared_->client = client_.get();
     shared_->name = url.str();
@@ -295,11 +289,11 @@ class RangedReader final : public RemoteReader {
     auto fetch = std::make_shared<detail::RangedFetch>();
     fetch->shared = shared_;
     fetch->offset = 0;
-    fetch->length = readahead_.block_size;
+    fetch->length = block_size_.load(std::memory_order_relaxed);
     fetch->open = true;
-    auto future = fetch->promise.get_future();
+    auto result = fetch->outcome;
     fetch->start();
-    block_ = wait(future);
+    block_ = wait(*result);
     const HttpResponse& response = fetch->open_response;
     if (response.status == 206 || response.status == 416) {
       const auto* range_text = response.header("Content-Range");
@@ -332,6 +326,20 @@ class RangedReader final : public RemoteReader {
   /// The URL read.
   const Url& url() const noexcept { return shared_->url; }
 
+  /// Changes the readahead for the blocks requested from now on (the knobs
+  /// an autotuner turns; the reader holds up to in_flight + 1 blocks in
+  /// memory). Values below 1 count as 1. Thread-safe.
+  void set_readahead(ReadaheadOptions readahead) noexcept {
+    block_size_.store(std::max<std::size_t>(readahead.block_size, 1), std::memory_order_relaxed);
+    in_flight_.store(std::max<std::size_t>(readahead.in_flight, 1), std::memory_order_relaxed);
+  }
+
+  /// The readahead in force.
+  ReadaheadOptions readahead() const noexcept {
+    return {.block_size = block_size_.load(std::memory_order_relaxed),
+            .in_flight = in_flight_.load(std::memory_order_relaxed)};
+  }
+
   /// Reads up to n bytes at the sequential position from the read-ahead
   /// blocks; fewer only at the end (0 there). Throws IoError /
   /// DataLossError naming the URL and offset.
@@ -351,8 +359,8 @@ class RangedReader final : public RemoteReader {
     if (offset >= shared_->size || n == 0) return 0;
     const auto length =
         static_cast<std::size_t>(std::min<std::uint64_t>(n, shared_->size - offset));
-    auto future = launch(offset, length);
-    const std::string data = wait(future);
+    auto result = launch(offset, length);
+    const std::string data = wait(*result);
     if (data.size() != length) throw internal_error("a short range");
     std::memcpy(dst, data.data(), length);
     return length;
@@ -378,7 +386,7 @@ class RangedReader final : public RemoteReader {
         if (pending_.empty()) top_up();
         auto next = std::move(pending_.front());
         pending_.pop_front();
-        block_ = wait(next);
+        block_ = wait(*next);
         block_pos_ = 0;
         top_up();
         if (block_.empty()) {
@@ -394,35 +402,43 @@ class RangedReader final : public RemoteReader {
     return total;
   }
 
-  std::future<std::string> launch(std::uint64_t offset, std::size_t length) {
+  std::shared_ptr<detail::Completion<std::string>> launch(std::uint64_t offset,
+                                                          std::size_t length) {
     auto fetch = std::make_shared<detail::RangedFetch>();
     fetch->shared = shared_;
     fetch->offset = offset;
     fetch->length = length;
-    auto future = fetch->promise.get_future();
+    auto result = fetch->outcome;
     fetch->start();
-    return future;
+    return result;
   }
 
   /// Requests blocks until `in_flight` are pending or the object is covered.
   void top_up() {
-    while (pending_.size() < readahead_.in_flight && next_launch_ < shared_->size) {
+    const std::size_t in_flight = in_flight_.load(std::memory_order_relaxed);
+    const std::size_t block_size = block_size_.load(std::memory_order_relaxed);
+    while (pending_.size() < in_flight && next_launch_ < shared_->size) {
       const auto length = static_cast<std::size_t>(
-          std::min<std::uint64_t>(readahead_.block_size, shared_->size - next_launch_));
+          std::min<std::uint64_t>(block_size, shared_->size - next_launch_));
       pending_.push_back(launch(next_launch_, length));
       next_launch_ += length;
     }
   }
 
-  std::string wait(std::future<std::string>& future) {
-    const auto start = std::chrono::steady_clock::now();
-    future.wait();
-    shared_->wait_ns.fetch_add(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count()),
-        std::memory_order_relaxed);
-    return future.get();
+  /// The result of a fetch, counting the time waited (also when it threw).
+  std::string wait(detail::Completion<std::string>& result) {
+    struct CountWait {
+      std::atomic<std::uint64_t>& total;
+      std::chrono::steady_clock::time_point start;
+      ~CountWait() {
+        total.fetch_add(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count()),
+            std::memory_order_relaxed);
+      }
+    } count{shared_->wait_ns, std::chrono::steady_clock::now()};
+    return result.get();
   }
 
   InternalError internal_error(std::string_view what) const {
@@ -431,13 +447,14 @@ class RangedReader final : public RemoteReader {
   }
 
   std::shared_ptr<HttpClient> client_;
-  ReadaheadOptions readahead_;
+  std::atomic<std::size_t> block_size_{1};
+  std::atomic<std::size_t> in_flight_{1};
   std::shared_ptr<detail::RangedShared> shared_{};
   std::string block_{};  // the block being read
   std::size_t block_pos_ = 0;
   std::uint64_t position_ = 0;
   std::uint64_t next_launch_ = 0;  // start of the next block to request
-  std::deque<std::future<std::string>> pending_{};
+  std::deque<std::shared_ptr<detail::Completion<std::string>>> pending_{};
   std::exception_ptr failed_{};  // read() failed: every later read() rethrows
 };
 
@@ -449,15 +466,30 @@ class HttpScheme final : public Scheme {
   /// Reads through `client` (shared by every object opened) with
   /// `readahead`.
   explicit HttpScheme(std::shared_ptr<HttpClient> client, ReadaheadOptions readahead = {})
-      : client_(std::move(client)), readahead_(readahead) {
+      : client_(std::move(client)) {
     if (!client_) throw InvalidArgument("HttpScheme: no HttpClient");
+    set_readahead(readahead);
   }
 
   /// The client requests go through.
   const std::shared_ptr<HttpClient>& client() const noexcept { return client_; }
 
+  /// Sets the readahead of the readers opened from now on. Thread-safe.
+  void set_readahead(ReadaheadOptions readahead) noexcept {
+    block_size_.store(readahead.block_size, std::memory_order_relaxed);
+    in_flight_.store(readahead.in_flight, std::memory_order_relaxed);
+  }
+
+  /// The readahead new readers get.
+  ReadaheadOptions readahead() const noexcept {
+    return {.block_size = block_size_.load(std::memory_order_relaxed),
+            .in_flight = in_flight_.load(std::memory_order_relaxed)};
+  }
+
+  /// A RangedReader on `url`; InvalidArgument (with `stage`) for a
+  /// malformed URL, IoError naming the URL if it cannot be opened.
   std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
-    return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead_,
+    return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead(),
                                           stage);
   }
 
@@ -498,7 +530,8 @@ class HttpScheme final : public Scheme {
   }
 
   std::shared_ptr<HttpClient> client_;
-  ReadaheadOptions readahead_;
+  std::atomic<std::size_t> block_size_{};
+  std::atomic<std::size_t> in_flight_{};
 };
 
 /// Registers one HttpScheme for both "http" and "https" (replacing any
