@@ -7,10 +7,11 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format  # toolchains, sanitizers, libFuzzer
   libboost-dev zlib1g-dev                                        # the core
   catch2 libbenchmark-dev nlohmann-json3-dev                     # tests, benchmarks
-  python3                                                        # the demo's smoke check
+  python3 python3-venv                                           # the demo's smoke check; the test servers' venv
   libprotobuf-dev protobuf-compiler                              # tf.Example interop tests
   libdlpack-dev                                                  # optional parts: DLPack,
   libjpeg62-turbo-dev libspng-dev libturbojpeg0-dev              # images (TurboJPEG: the tests' reference)
+  nginx-light openssl libssl-dev                                 # remote storage part and its test servers
 )
 
 missing=()

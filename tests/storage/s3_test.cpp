@@ -1,0 +1,383 @@
+// The s3:// scheme against a real S3 server: SeaweedFS on 127.0.0.1
+// (support/seaweedfs.hpp), one server per test binary, one bucket per test.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <ingest/ingest.hpp>
+#include <ingest/storage/s3.hpp>
+
+#include "support/records.hpp"
+#include "support/seaweedfs.hpp"
+
+using namespace ingest;
+using namespace ingest::storage;
+using ingest::testing::SeaweedS3;
+
+namespace {
+
+// Options for the test server: its endpoint and key, path-style.
+S3Options server_options(SeaweedS3& server) {
+  S3Options o;
+  o.endpoint = server.endpoint();
+  o.credentials = AwsCredentials{.access_key_id = SeaweedS3::kAccessKey,
+                                 .secret_access_key = SeaweedS3::kSecretKey};
+  o.http.retry.initial_backoff = std::chrono::milliseconds(10);
+  return o;
+}
+
+// `n` bytes of a deterministic pattern.
+std::string pattern_bytes(std::size_t n, std::uint32_t seed) {
+  std::string out(n, '\0');
+  std::uint32_t x = seed;
+  for (auto& c : out) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return out;
+}
+
+std::string read_all(RemoteReader& r) {
+  std::string out;
+  char buf[100000];
+  for (;;) {
+    const std::size_t got = r.read(buf, sizeof buf);
+    if (got == 0) return out;
+    out.append(buf, got);
+  }
+}
+
+void put(S3Scheme& s3, const std::string& url, const std::string& bytes) {
+  auto w = s3.open_write(url, "test");
+  w->write(bytes.data(), bytes.size());
+  w->commit();
+}
+
+// The multipart uploads in progress in `bucket` (ListMultipartUploads).
+std::size_t uploads_in_progress(SeaweedS3& server, const std::string& bucket) {
+  const auto r = server.request("GET", "/" + bucket + "?uploads");
+  REQUIRE(r.status == 200);
+  const XmlElement root = parse_xml(r.body);
+  std::size_t n = 0;
+  for (const auto& c : root.children) n += c.name == "Upload";
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("S3 addressing is path-style for other endpoints, virtual-hosted for AWS", "[s3]") {
+  S3Options o;
+  o.anonymous = true;
+  o.region = "eu-west-1";
+  o.endpoint = "https://s3.eu-west-1.amazonaws.com";
+  {
+    S3Client c(o);
+    const Url u = c.url("bucket", "dir/a b+c.txt");
+    CHECK(u.host == "bucket.s3.eu-west-1.amazonaws.com");
+    CHECK(u.port == 443);
+    CHECK(u.target == "/dir/a%20b%2Bc.txt");
+    CHECK(c.url("bucket", "", "list-type=2").target == "/?list-type=2");
+    CHECK_FALSE(c.signer("x"));  // anonymous: nothing to sign
+  }
+  o.path_style = true;
+  CHECK(S3Client(o).url("bucket", "k").str() == "https://s3.eu-west-1.amazonaws.com/bucket/k");
+  o.path_style.reset();
+  o.endpoint = "http://127.0.0.1:9000/base/";
+  {
+    S3Client c(o);
+    CHECK(c.url("bucket", "k/l").str() == "http://127.0.0.1:9000/base/bucket/k/l");
+    CHECK(c.url("bucket", "", "uploads").str() == "http://127.0.0.1:9000/base/bucket?uploads");
+  }
+  o.path_style = false;
+  CHECK(S3Client(o).url("bucket", "k").str() == "http://bucket.127.0.0.1:9000/base/k");
+
+  CHECK(parse_s3_url("s3://b/k/l m").bucket == "b");
+  CHECK(parse_s3_url("s3://b/k/l m").key == "k/l m");
+  CHECK(parse_s3_url("s3://b").key.empty());
+  CHECK_THROWS_AS(parse_s3_url("s3:///k"), InvalidArgument);
+  CHECK_THROWS_AS(parse_s3_url("http://b/k"), InvalidArgument);
+}
+
+TEST_CASE("S3 credentials resolve on the first request, not at registration", "[s3]") {
+  ingest::testing::TempDir dir;
+  ingest::testing::write_file(dir / "credentials",
+                              "[default]\naws_access_key_id = K\naws_secret_access_key = S\n");
+  const char* saved_file = std::getenv("AWS_SHARED_CREDENTIALS_FILE");
+  const std::string saved = saved_file ? saved_file : "";
+  ::setenv("AWS_SHARED_CREDENTIALS_FILE", (dir / "credentials").c_str(), 1);
+  const char* id = std::getenv("AWS_ACCESS_KEY_ID");
+  if (id == nullptr) {  // the environment would win over the file
+    S3Options o;
+    o.endpoint = "http://127.0.0.1:9";
+    o.profile = "no-such-profile";
+    CHECK_NOTHROW(use_s3(o));
+    S3Client c(o);
+    CHECK_THROWS_AS(c.credentials(), InvalidArgument);
+    o.profile.clear();
+    CHECK(S3Client(o).credentials().access_key_id == "K");
+  }
+  if (saved_file) {
+    ::setenv("AWS_SHARED_CREDENTIALS_FILE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+  }
+}
+
+TEST_CASE("S3 error bodies name the code, the message and the URL", "[s3]") {
+  HttpResponse r{.status = 503,
+                 .body =
+                     "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>"
+                     "<Message>Please reduce your request rate.</Message></Error>"};
+  const IoError e = S3Client::error(r, "GetObject", "s3://b/k", "reader");
+  CHECK(e.message() == "S3 GetObject failed: HTTP 503 SlowDown: Please reduce your request rate.");
+  CHECK(e.context().file == "s3://b/k");
+  CHECK(e.context().stage == "reader");
+  r = {.status = 404};
+  CHECK_THROWS_WITH(S3Client::check(r, "HeadObject", "s3://b/k", "x"),
+                    Catch::Contains("HTTP 404") && Catch::Contains("s3://b/k"));
+  r = {.status = 206};
+  CHECK_NOTHROW(S3Client::check(r, "GetObject", "s3://b/k", "x"));
+}
+
+TEST_CASE("S3 put and get round trip, exists and ranged read_at", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("roundtrip");
+  S3Scheme s3(server_options(server));
+  const std::string url = "s3://" + bucket + "/dir/hello world+1.bin";
+  const std::string bytes = pattern_bytes(300000, 7);
+
+  CHECK_FALSE(s3.exists(url, "test"));
+  put(s3, url, bytes);
+  CHECK(s3.exists(url, "test"));
+  CHECK_FALSE(s3.exists("s3://" + bucket + "/dir/hello", "test"));
+
+  auto r = s3.open_read(url, "test");
+  CHECK(r->size() == bytes.size());
+  CHECK(read_all(*r) == bytes);
+
+  std::string buf(1000, '\0');
+  CHECK(r->read_at(123457, buf.data(), buf.size()) == 1000);
+  CHECK(buf == bytes.substr(123457, 1000));
+  CHECK(r->read_at(bytes.size() - 10, buf.data(), buf.size()) == 10);
+  CHECK(buf.substr(0, 10) == bytes.substr(bytes.size() - 10));
+  CHECK(r->read_at(bytes.size(), buf.data(), buf.size()) == 0);
+  CHECK(r->counters().requests > 0);
+
+  // An empty object.
+  put(s3, "s3://" + bucket + "/empty", "");
+  CHECK(s3.open_read("s3://" + bucket + "/empty", "test")->size() == 0);
+
+  // Through the registry: FileReader and read_file-style use of the URL.
+  use_s3(server_options(server));
+  ingest::detail::FileReader f(url, "test");
+  CHECK(f.size() == bytes.size());
+}
+
+TEST_CASE("S3 wrong secret raises IoError 403 naming the URL", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("denied");
+  S3Scheme good(server_options(server));
+  const std::string url = "s3://" + bucket + "/object";
+  put(good, url, "data");
+
+  S3Options o = server_options(server);
+  o.credentials->secret_access_key = "not-the-secret";
+  S3Scheme bad(o);
+  auto expect_403 = [&](auto&& f) {
+    try {
+      f();
+      FAIL("no error");
+    } catch (const IoError& e) {
+      INFO(e.what());
+      CHECK(e.context().file.rfind("s3://" + bucket, 0) == 0);
+      CHECK(std::string(e.what()).find("403") != std::string::npos);
+    }
+  };
+  expect_403([&] { bad.open_read(url, "test"); });
+  CHECK_THROWS_WITH(bad.open_read(url, "test"), Catch::Contains("SignatureDoesNotMatch"));
+  expect_403([&] { bad.exists(url, "test"); });
+  expect_403([&] { bad.list("s3://" + bucket + "/", "test"); });
+  expect_403([&] { put(bad, url, "other"); });
+  // Anonymous requests to a bucket that is not public are denied too.
+  S3Options anonymous = server_options(server);
+  anonymous.anonymous = true;
+  S3Scheme anon(anonymous);
+  expect_403([&] { anon.exists(url, "test"); });
+  // Nothing was retried: a 403 is final.
+  CHECK(bad.client()->http()->counters().retries == 0);
+  auto r = good.open_read(url, "test");
+  CHECK(read_all(*r) == "data");
+}
+
+TEST_CASE("S3 missing key raises IoError 404 at once", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("missing");
+  S3Scheme s3(server_options(server));
+  const std::string url = "s3://" + bucket + "/no/such/key";
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s3.open_read(url, "reader");
+    FAIL("no error");
+  } catch (const IoError& e) {
+    INFO(e.what());
+    CHECK(e.context().file == url);
+    CHECK(std::string(e.what()).find("404") != std::string::npos);
+    CHECK(std::string(e.what()).find("NoSuchKey") != std::string::npos);
+    CHECK(e.context().offset == 0);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(s3.client()->http()->counters().retries == 0);
+  CHECK_THROWS_AS(s3.open_read("s3://" + bucket + "-nobucket/key", "reader"), IoError);
+  CHECK_THROWS_AS(s3.open_read("s3:///key", "reader"), InvalidArgument);
+  CHECK_THROWS_AS(s3.open_read("s3://" + bucket, "reader"), InvalidArgument);
+}
+
+TEST_CASE("S3 list reads every page and list_files matches globs", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("listing");
+  S3Options o = server_options(server);
+  o.list_page_size = 2;
+  S3Scheme s3(o);
+  const std::string base = "s3://" + bucket + "/";
+  std::vector<std::string> train;
+  for (int i = 0; i < 7; ++i) {
+    train.push_back(base + "prefix/train-" + std::to_string(i) + ".tfrecord");
+    put(s3, train.back(), "x");
+  }
+  put(s3, base + "prefix/eval-0.tfrecord", "x");
+  put(s3, base + "prefix/sub/train-9.tfrecord", "x");
+  put(s3, base + "prefix/train-a&b.txt", "x");
+  put(s3, base + "other/train-0.tfrecord", "x");
+
+  auto listed = s3.list(base + "prefix/train-", "test");
+  std::vector<std::string> want = train;
+  want.push_back(base + "prefix/train-a&b.txt");
+  std::sort(want.begin(), want.end());
+  CHECK(listed == want);
+  CHECK(s3.list(base + "prefix/", "test").size() == 10);
+  CHECK(s3.list(base, "test").size() == 11);
+  CHECK(s3.list(base + "nothing", "test").empty());
+  // More than one page each: 11 keys at 2 per page.
+  CHECK(s3.client()->http()->counters().requests >= 6 + 11);
+
+  use_s3(o);
+  CHECK(list_files(base + "prefix/train-*.tfrecord").matched() == train);
+  CHECK(list_files(base + "prefix/*/train-?.tfrecord").matched() ==
+        std::vector<std::string>{base + "prefix/sub/train-9.tfrecord"});
+  CHECK_THROWS_AS(list_files(base + "prefix/none-*"), InvalidArgument);
+}
+
+TEST_CASE("S3 TFRecordWriter output reads back through tfrecord", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("tfrecord");
+  use_s3(server_options(server));
+  const std::string url = "s3://" + bucket + "/data/part-0.tfrecord";
+  const auto payloads = ingest::testing::sample_payloads(500, 3);
+  {
+    TFRecordWriter w(url);
+    for (const auto& p : payloads) w.write(p);
+    CHECK_FALSE(S3Scheme(server_options(server)).exists(url, "test"));
+    w.close();
+  }
+  std::vector<std::string> got;
+  for (auto& r : tfrecord(url)) got.emplace_back(r);
+  CHECK(got == payloads);
+}
+
+TEST_CASE("S3 multipart upload round trip", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("multipart");
+  S3Options o = server_options(server);
+  o.multipart_threshold = std::size_t{5} << 20;
+  o.part_size = std::size_t{5} << 20;
+  S3Scheme s3(o);
+  const std::string url = "s3://" + bucket + "/big.bin";
+  const std::string bytes = pattern_bytes((std::size_t{12} << 20) + 12345, 11);
+  {
+    auto w = s3.open_write(url, "test");
+    // Odd-sized writes across the part boundaries.
+    for (std::size_t at = 0; at < bytes.size(); at += 777777) {
+      const std::size_t n = std::min<std::size_t>(777777, bytes.size() - at);
+      w->write(bytes.data() + at, n);
+    }
+    CHECK(uploads_in_progress(server, bucket) == 1);
+    CHECK_FALSE(s3.exists(url, "test"));
+    w->commit();
+  }
+  CHECK(uploads_in_progress(server, bucket) == 0);
+  auto r = s3.open_read(url, "test");
+  CHECK(r->size() == bytes.size());
+  CHECK(read_all(*r) == bytes);
+  std::string buf(100, '\0');
+  CHECK(r->read_at((std::size_t{5} << 20) - 50, buf.data(), 100) == 100);
+  CHECK(buf == bytes.substr((std::size_t{5} << 20) - 50, 100));
+
+  CHECK_THROWS_AS(
+      [&] {
+        S3Options tiny = o;
+        tiny.part_size = 1 << 20;
+        S3Scheme s(tiny);
+      }(),
+      InvalidArgument);
+}
+
+TEST_CASE("S3 writer destroyed before commit leaves nothing and no upload", "[s3][remote]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("abandon");
+  S3Options o = server_options(server);
+  o.multipart_threshold = std::size_t{5} << 20;
+  o.part_size = std::size_t{5} << 20;
+  S3Scheme s3(o);
+  const std::string big = pattern_bytes(std::size_t{11} << 20, 5);
+  {
+    auto w = s3.open_write("s3://" + bucket + "/lost-big", "test");
+    w->write(big.data(), big.size());
+    CHECK(uploads_in_progress(server, bucket) == 1);
+  }
+  CHECK_FALSE(s3.exists("s3://" + bucket + "/lost-big", "test"));
+  CHECK(uploads_in_progress(server, bucket) == 0);
+  {
+    auto w = s3.open_write("s3://" + bucket + "/lost-small", "test");
+    w->write("abc", 3);
+  }
+  CHECK_FALSE(s3.exists("s3://" + bucket + "/lost-small", "test"));
+  {
+    auto w = s3.open_write("s3://" + bucket + "/abandoned", "test");
+    w->write(big.data(), big.size());
+    w->abandon();
+    CHECK_THROWS_AS(w->write("x", 1), InvalidArgument);
+  }
+  CHECK_FALSE(s3.exists("s3://" + bucket + "/abandoned", "test"));
+  CHECK(uploads_in_progress(server, bucket) == 0);
+  CHECK(s3.list("s3://" + bucket + "/", "test").empty());
+
+  // A TFRecordWriter destroyed before close, through the registry.
+  use_s3(o);
+  {
+    TFRecordWriter w("s3://" + bucket + "/lost.tfrecord");
+    w.write("x");
+  }
+  CHECK_FALSE(s3.exists("s3://" + bucket + "/lost.tfrecord", "test"));
+
+  // A denied multipart start raises IoError naming the URL and leaves nothing.
+  S3Options denied = o;
+  denied.credentials->secret_access_key = "not-the-secret";
+  S3Scheme bad(denied);
+  const std::string url = "s3://" + bucket + "/denied";
+  try {
+    auto w = bad.open_write(url, "test");
+    w->write(big.data(), big.size());
+    w->commit();
+    FAIL("no error");
+  } catch (const IoError& e) {
+    INFO(e.what());
+    CHECK(e.context().file == url);
+    CHECK(std::string(e.what()).find("403") != std::string::npos);
+  }
+  CHECK_FALSE(s3.exists(url, "test"));
+  CHECK(uploads_in_progress(server, bucket) == 0);
+}
