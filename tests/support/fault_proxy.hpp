@@ -414,10 +414,12 @@ class FaultProxy {
             f.truncate_after_bytes > fault_bytes_ ? f.truncate_after_bytes - fault_bytes_ : 0);
       }
       if (f.bytes_per_second == 0 || down_size_ == 0) return write_down();
-      // Strict pacing (a token bucket holding one chunk): no credit builds up
-      // while idle.
+      // A token bucket holding 10 ms of the rate: each chunk has a slot on a
+      // schedule at the rate; a late timer is made up for, but an idle
+      // connection saves up no more than 10 ms.
       const auto now = Clock::now();
-      const auto start = std::max(now, next_send_);
+      const auto start =
+          std::max<Clock::time_point>(next_send_, now - std::chrono::milliseconds(10));
       next_send_ =
           start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                       static_cast<double>(down_size_) / static_cast<double>(f.bytes_per_second)));
