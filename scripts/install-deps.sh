@@ -11,6 +11,7 @@ packages=(
   libprotobuf-dev protobuf-compiler                              # tf.Example interop tests
   libdlpack-dev                                                  # optional parts: DLPack,
   libjpeg62-turbo-dev libspng-dev libturbojpeg0-dev              # images (TurboJPEG: the tests' reference)
+  nginx-light openssl libssl-dev                                 # remote storage part and its test servers
 )
 
 missing=()
