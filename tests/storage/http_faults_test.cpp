@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -84,15 +85,17 @@ class LocalNginx {
                           << "  keepalive_requests 100000;\n"
                           << "  server {\n    listen 127.0.0.1:" << port_ << ";\n"
                           << "    root " << root << ";\n  }\n}\n";
+      // Everything the child needs is built before fork: it may only exec.
+      const std::string prefix = dir_.path().string() + "/";
+      const std::string error_log = dir_ / "error.log";
       const pid_t pid = ::fork();
       if (pid < 0) throw std::runtime_error("fork failed");
       if (pid == 0) {
         const int null = ::open("/dev/null", O_RDWR);
         ::dup2(null, 1);
         ::dup2(null, 2);
-        const std::string prefix = dir_.path().string() + "/";
         ::execl(nginx.c_str(), "nginx", "-p", prefix.c_str(), "-c", conf.c_str(), "-e",
-                (dir_ / "error.log").c_str(), static_cast<char*>(nullptr));
+                error_log.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
       }
       const auto deadline = Clock::now() + 10s;
@@ -110,7 +113,11 @@ class LocalNginx {
         ::waitpid(pid, nullptr, 0);
       }
     }
-    if (pid_ <= 0) throw std::runtime_error("nginx did not start (see its error.log)");
+    if (pid_ <= 0) {
+      std::ifstream log(dir_ / "error.log");
+      const std::string text((std::istreambuf_iterator<char>(log)), {});
+      throw std::runtime_error("nginx did not start: " + text);
+    }
   }
   LocalNginx(const LocalNginx&) = delete;
   LocalNginx& operator=(const LocalNginx&) = delete;
