@@ -402,3 +402,18 @@ TEST_CASE("fault proxy: the destructor returns at once with connections open", "
   CHECK(waiting.read_to_end().second);
   CHECK(eventually([&] { return server.requests() == 1; }));
 }
+
+TEST_CASE("fault proxy: a client is closed at once when the upstream refuses", "[remote][proxy]") {
+  std::uint16_t closed_port = 0;
+  {
+    asio::io_context io;
+    tcp::acceptor a(io, {asio::ip::address_v4::loopback(), 0});
+    closed_port = a.local_endpoint().port();
+  }  // nothing listens there now
+  FaultProxy proxy(closed_port);
+  Client client(proxy.port());  // sends nothing: a write could race with the close
+  const auto [bytes, ec] = client.read_to_end();
+  CHECK(bytes == 0);
+  CHECK(ec);
+  CHECK(proxy.counters().connections == 1);
+}
