@@ -8,4 +8,5 @@
 #pragma once
 
 #include "ingest/storage/http_client.hpp"
+#include "ingest/storage/http_file.hpp"
 #include "ingest/storage/url.hpp"

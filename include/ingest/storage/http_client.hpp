@@ -35,6 +35,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -499,6 +500,7 @@ class HttpClient {
     std::unique_ptr<detail::net::ip::tcp::resolver> resolver{};
     bool head = false;
     bool replaced_stale = false;
+    static constexpr std::size_t error_body_limit = std::size_t{1} << 20;
 
     void build(HttpRequest& r) {
       namespace http = detail::http;
@@ -612,17 +614,45 @@ class HttpClient {
                     true);
       }
       parser.emplace();
-      parser->body_limit(body_limit);
+      // Set once the status is known (on_header). Not boost::none: Beast 1.74
+      // takes that as 0 when the header arrives alone.
+      parser->body_limit(std::numeric_limits<std::uint64_t>::max());
       parser->header_limit(64 * 1024);
       if (head) parser->skip(true);
+      // The header first, then the body limit, which depends on the status.
+      // Beast 1.74 checks a Content-Length against body_limit only when the
+      // header and body arrive in one read, so that check is done here
+      // (chunked and unbounded bodies are held to the parser's limit).
       auto self = this->shared_from_this();
-      auto on_read = [self](const boost::system::error_code& ec2, std::size_t) {
+      auto on_header = [self](const boost::system::error_code& ec2, std::size_t) {
+        self->on_header(ec2);
+      };
+      if (conn->tls) {
+        detail::http::async_read_header(*conn->tls, conn->buffer, *parser, std::move(on_header));
+      } else {
+        detail::http::async_read_header(*conn->plain, conn->buffer, *parser, std::move(on_header));
+      }
+    }
+
+    void on_header(const boost::system::error_code& ec) {
+      if (ec) return on_read(ec);
+      // The limit bounds what the caller asked for; an error response
+      // (a 412's or S3's explanation) may be read up to error_body_limit.
+      const unsigned status = parser->get().result_int();
+      if (status < 200 || status >= 300) body_limit = std::max(body_limit, error_body_limit);
+      if (const auto length = parser->content_length(); length && *length > body_limit && !head) {
+        return on_read(detail::http::error::body_limit);
+      }
+      parser->body_limit(body_limit);
+      if (parser->is_done()) return on_read({});
+      auto self = this->shared_from_this();
+      auto on_read_body = [self](const boost::system::error_code& ec2, std::size_t) {
         self->on_read(ec2);
       };
       if (conn->tls) {
-        detail::http::async_read(*conn->tls, conn->buffer, *parser, std::move(on_read));
+        detail::http::async_read(*conn->tls, conn->buffer, *parser, std::move(on_read_body));
       } else {
-        detail::http::async_read(*conn->plain, conn->buffer, *parser, std::move(on_read));
+        detail::http::async_read(*conn->plain, conn->buffer, *parser, std::move(on_read_body));
       }
     }
 

@@ -1,0 +1,514 @@
+// Remote objects read over HTTP(S): RangedReader reads one object by ranged
+// GETs in blocks, several requested ahead of the reader on pooled keep-alive
+// connections, with the object's size and ETag pinned at open; HttpScheme is
+// the http:// and https:// scheme of storage/byte_source.hpp built on it
+// (read-only). tf.data counterpart: TensorFlow's HTTP/GCS RandomAccessFile
+// with its block cache and RetryingFileSystem; AWS counterpart: the SDK's
+// ranged GetObject with If-Match. A RangedReader's read() is for one thread,
+// read_at() for any number; HttpScheme is thread-safe.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/errors.hpp"
+#include "ingest/storage/byte_source.hpp"
+#include "ingest/storage/http_client.hpp"
+#include "ingest/storage/url.hpp"
+
+namespace ingest::storage {
+
+/// How a RangedReader reads ahead: blocks of `block_size` bytes, `in_flight`
+/// of them requested ahead of the reader (at least 1).
+struct ReadaheadOptions {
+  std::size_t block_size = std::size_t{8} << 20;
+  std::size_t in_flight = 4;
+};
+
+namespace detail {
+
+/// A Content-Range value "bytes first-last/total" or "bytes */total".
+struct ContentRange {
+  std::optional<std::uint64_t> first{}, last{};
+  std::uint64_t total{};
+};
+
+/// Parses a Content-Range value; nullopt when malformed or the total is
+/// unknown ("*").
+inline std::optional<ContentRange> parse_content_range(std::string_view value) {
+  auto number = [](std::string_view text) -> std::optional<std::uint64_t> {
+    if (text.empty() || text.size() > 19) return std::nullopt;
+    std::uint64_t n = 0;
+    for (const char c : text) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return n;
+  };
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (value.substr(0, 6) != "bytes ") return std::nullopt;
+  value.remove_prefix(6);
+  const auto slash = value.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  ContentRange out;
+  const auto total = number(value.substr(slash + 1));
+  if (!total) return std::nullopt;
+  out.total = *total;
+  const auto range = value.substr(0, slash);
+  if (range == "*") return out;
+  const auto dash = range.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  out.first = number(range.substr(0, dash));
+  out.last = number(range.substr(dash + 1));
+  if (!out.first || !out.last || *out.last < *out.first || *out.last >= out.total) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+/// What all the requests of one RangedReader share with the I/O threads.
+struct RangedShared {
+  HttpClient* client = nullptr;  // the reader holds the client alive
+  Url url{};
+  std::string name{};  // url.str(), for errors
+  PrepareRequest prepare{};
+  std::string stage{};
+  std::string etag{};  // pinned at open; empty if the server sent none
+  std::uint64_t size = 0;
+  std::atomic<bool> cancelled{false};
+  std::atomic<std::uint64_t> bytes{0}, requests{0}, retries{0}, wait_ns{0};
+};
+
+/// One ranged GET of [offset, offset + length), retried with backoff and
+/// resumed at the exact byte where a body broke. The opening fetch (open =
+/// true) learns size and ETag instead of checking them.
+struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
+  std::shared_ptr<RangedShared> shared{};
+  std::uint64_t offset = 0;
+  std::size_t length = 0;
+  bool open = false;
+  std::string data{};
+  int attempts = 0;  // since the last attempt that made progress
+  std::string last_error{};
+  HttpResponse open_response{};  // open: the headers of the response that succeeded
+  std::promise<std::string> promise{};
+
+  void start() {
+    auto self = shared_from_this();
+    shared->client->with_slot(shared->url, [self] { self->attempt(); });
+  }
+
+  std::uint64_t position() const { return offset + data.size(); }
+
+  void attempt() {
+    if (shared->cancelled.load(std::memory_order_relaxed)) {
+      return fail(std::make_exception_ptr(IoError("the reader was closed", context())));
+    }
+    ++attempts;
+    HttpRequest request;
+    request.target = shared->url.target;
+    const std::uint64_t first = position();
+    const std::uint64_t last = offset + length - 1;
+    request.headers.push_back(
+        {"Range", "bytes=" + std::to_string(first) + "-" + std::to_string(last)});
+    if (!open && !shared->etag.empty()) request.headers.push_back({"If-Match", shared->etag});
+    if (open && !data.empty()) {  // resuming the first block: the version seen so far
+      if (const auto* tag = open_response.header("ETag"))
+        request.headers.push_back({"If-Match", *tag});
+    }
+    if (auto error = HttpClient::prepare_attempt(shared->url, shared->prepare, request)) {
+      return fail(std::make_exception_ptr(IoError(*error, context())));
+    }
+    shared->requests.fetch_add(1, std::memory_order_relaxed);
+    auto self = shared_from_this();
+    shared->client->async_attempt(
+        shared->url, std::move(request), length - data.size(),
+        [self](HttpAttempt result) { self->on_attempt(std::move(result)); });
+  }
+
+  ErrorContext context() const {
+    return {.stage = shared->stage, .file = shared->name, .offset = position()};
+  }
+
+  void on_attempt(HttpAttempt result) {
+    shared->bytes.fetch_add(result.response.body.size(), std::memory_order_relaxed);
+    const int status = result.response.status;
+    if (result.transport_failed && !result.retryable) {
+      return fail(std::make_exception_ptr(IoError(result.error, context())));
+    }
+    if (result.headers_received && status == 206) {
+      // Check the range before keeping any byte of the body, even a partial one.
+      const auto* range_text = result.response.header("Content-Range");
+      const auto range = range_text ? parse_content_range(*range_text) : std::nullopt;
+      if (!range || !range->first || *range->first != position()) {
+        return fail(std::make_exception_ptr(DataLossError(
+            "the server answered a range request for byte " + std::to_string(position()) +
+                " with Content-Range '" + (range_text ? *range_text : std::string("(none)")) + "'",
+            context())));
+      }
+      if (!open && (range->total != shared->size || !etag_matches(result.response))) {
+        return changed(result.response);
+      }
+      if (open && data.empty()) open_response = result.response;
+      if (!result.transport_failed &&
+          *range->last - *range->first + 1 != result.response.body.size()) {
+        return fail(std::make_exception_ptr(DataLossError(
+            "the body of a range response holds " + std::to_string(result.response.body.size()) +
+                " bytes where Content-Range says " + *range_text,
+            context())));
+      }
+      if (!result.response.body.empty()) {
+        attempts = 0;  // progress: the retry budget starts again at the byte where it broke
+        if (data.empty()) {
+          data = std::move(result.response.body);
+        } else {
+          data += result.response.body;
+        }
+      }
+      if (!result.transport_failed) {
+        // At open the object may end before the block does.
+        if (data.size() == length || (open && *range->last + 1 == range->total)) return succeed();
+        // A complete but shorter range than asked: ask for the rest.
+        return retry("the server sent a shorter range than requested", nullptr);
+      }
+      return retry(result.error, nullptr);
+    }
+    if (result.transport_failed) {
+      return retry(result.error, result.headers_received ? &result.response : nullptr);
+    }
+    if (retryable_status(status)) return retry(status_text(status), &result.response);
+    if (status == 200) {
+      // The server ignored Range: usable only when the whole object was asked for.
+      if (!open && !etag_matches(result.response)) return changed(result.response);
+      const auto whole = result.response.body.size();
+      if (position() == 0 && (open || whole == shared->size) && whole <= length) {
+        if (open) open_response = result.response;
+        data = std::move(result.response.body);
+        return succeed();
+      }
+      return fail(std::make_exception_ptr(IoError(
+          "the server ignored the Range header (HTTP 200 with " + std::to_string(whole) + " bytes)",
+          context())));
+    }
+    if (status == 416 && open && data.empty()) {  // an empty object has no byte 0
+      open_response = result.response;
+      return succeed();
+    }
+    if (status == 412) return changed(result.response);
+    if (!open && (status == 404 || status == 410)) {
+      return fail(std::make_exception_ptr(DataLossError(
+          "the object was deleted while it was read (" + status_text(status) + ")", context())));
+    }
+    return fail(std::make_exception_ptr(IoError("GET failed: " + status_text(status), context())));
+  }
+
+  bool etag_matches(const HttpResponse& response) const {
+    const auto* tag = response.header("ETag");
+    return shared->etag.empty() || tag == nullptr || *tag == shared->etag;
+  }
+
+  static std::string status_text(int status) {
+    const auto reason = boost::beast::http::obsolete_reason(
+        boost::beast::http::int_to_status(static_cast<unsigned>(status)));
+    return "HTTP " + std::to_string(status) + (reason.empty() ? "" : " " + std::string(reason));
+  }
+
+  void changed(const HttpResponse& response) {
+    const auto* tag = response.header("ETag");
+    fail(std::make_exception_ptr(DataLossError(
+        "the object changed while it was read (ETag " + shared->etag + " at open, " +
+            (response.status == 412 ? std::string("412 Precondition Failed to If-Match")
+                                    : "now " + (tag ? *tag : std::string("none"))) +
+            ")",
+        context())));
+  }
+
+  void retry(const std::string& error, const HttpResponse* response) {
+    last_error = error;
+    const int max = shared->client->options().retry.max_attempts;
+    if (attempts >= max || shared->cancelled.load(std::memory_order_relaxed)) {
+      return fail(std::make_exception_ptr(
+          IoError("GET failed after " + std::to_string(attempts) +
+                      (attempts == 1 ? " attempt: " : " attempts: ") + error,
+                  context())));
+    }
+    shared->retries.fetch_add(1, std::memory_order_relaxed);
+    shared->client->count_retry();
+    auto self = shared_from_this();
+    shared->client->after(shared->client->backoff(std::max(attempts, 1), response),
+                          [self] { self->attempt(); });
+  }
+
+  void succeed() {
+    shared->client->release_slot(shared->url);
+    promise.set_value(std::move(data));
+  }
+
+  void fail(std::exception_ptr error) {
+    shared->client->release_slot(shared->url);
+    promise.set_exception(std::move(error));
+  }
+};
+
+}  // namespace detail
+
+/// Reads one object by ranged GETs in blocks, `in_flight` blocks requested
+/// ahead of the reader, each on a pooled keep-alive connection. Opening
+/// issues a first ranged GET (its block is kept) that pins size and ETag;
+/// every later range carries If-Match: <etag>, and a 412 (or an ETag or
+/// Content-Range total that changed) raises DataLossError naming the URL and
+/// offset. 404/403 at open raise IoError at once, naming the URL, without
+/// retrying. A body that breaks mid-block is resumed from the exact byte
+/// where it broke. Blocks still in flight when the reader is destroyed are
+/// abandoned (their connections finish or time out on the I/O threads).
+class RangedReader final : public RemoteReader {
+ public:
+  /// Opens `url` (blocking until the first block arrives). `prepare` signs
+  /// or decorates every request; `stage` names the caller in errors.
+  RangedReader(std::shared_ptr<HttpClient> client, Url url, PrepareRequest prepare,
+               ReadaheadOptions readahead, std::string_view stage)
+      : client_(std::move(client)), readahead_(readahead) {
+    if (!client_)
+      throw InvalidArgument("RangedReader: no HttpClient", {.stage = std::string(stage)});
+    readahead_.block_size = std::max<std::size_t>(readahead_.block_size, 1);
+    readahead_.in_flight = std::max<std::size_t>(readahead_.in_flight, 1);
+    shared_ = std::make_shared<detail::RangedShared>();
+    shared_->client = client_.get();
+    shared_->name = url.str();
+    shared_->url = std::move(url);
+    shared_->prepare = std::move(prepare);
+    shared_->stage = std::string(stage);
+
+    auto fetch = std::make_shared<detail::RangedFetch>();
+    fetch->shared = shared_;
+    fetch->offset = 0;
+    fetch->length = readahead_.block_size;
+    fetch->open = true;
+    auto future = fetch->promise.get_future();
+    fetch->start();
+    block_ = wait(future);
+    const HttpResponse& response = fetch->open_response;
+    if (response.status == 206 || response.status == 416) {
+      const auto* range_text = response.header("Content-Range");
+      const auto range = range_text ? detail::parse_content_range(*range_text) : std::nullopt;
+      if (!range) {
+        throw DataLossError("the response at open has no valid Content-Range (" +
+                                (range_text ? *range_text : std::string("none")) + ")",
+                            {.stage = shared_->stage, .file = shared_->name, .offset = 0});
+      }
+      shared_->size = range->total;
+    } else {
+      shared_->size = block_.size();  // 200: the whole object
+    }
+    if (const auto* tag = response.header("ETag")) shared_->etag = *tag;
+    if (block_.size() > shared_->size) block_.resize(static_cast<std::size_t>(shared_->size));
+    next_launch_ = block_.size();
+    top_up();
+  }
+
+  RangedReader(const RangedReader&) = delete;
+  RangedReader& operator=(const RangedReader&) = delete;
+  ~RangedReader() override { shared_->cancelled.store(true, std::memory_order_relaxed); }
+
+  /// The object's size in bytes, pinned at open.
+  std::uint64_t size() const override { return shared_->size; }
+
+  /// The ETag pinned at open (empty if the server sent none).
+  const std::string& etag() const noexcept { return shared_->etag; }
+
+  /// The URL read.
+  const Url& url() const noexcept { return shared_->url; }
+
+  /// Reads up to n bytes at the sequential position from the read-ahead
+  /// blocks; fewer only at the end (0 there). Throws IoError /
+  /// DataLossError naming the URL and offset.
+  std::size_t read(void* dst, std::size_t n) override {
+    if (failed_) std::rethrow_exception(failed_);
+    try {
+      return read_blocks(dst, n);
+    } catch (...) {
+      failed_ = std::current_exception();  // a lost block is never skipped over
+      throw;
+    }
+  }
+
+  /// Reads up to n bytes at `offset` with one ranged GET (not cached, not
+  /// read ahead); fewer only at the end. Thread-safe.
+  std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) override {
+    if (offset >= shared_->size || n == 0) return 0;
+    const auto length =
+        static_cast<std::size_t>(std::min<std::uint64_t>(n, shared_->size - offset));
+    auto future = launch(offset, length);
+    const std::string data = wait(future);
+    if (data.size() != length) throw internal_error("a short range");
+    std::memcpy(dst, data.data(), length);
+    return length;
+  }
+
+  /// Bytes fetched, requests and retries sent, and the time read calls
+  /// waited for the network.
+  TransferCounters counters() const override {
+    TransferCounters c;
+    c.bytes = shared_->bytes.load(std::memory_order_relaxed);
+    c.requests = shared_->requests.load(std::memory_order_relaxed);
+    c.retries = shared_->retries.load(std::memory_order_relaxed);
+    c.wait_ns = shared_->wait_ns.load(std::memory_order_relaxed);
+    return c;
+  }
+
+ private:
+  std::size_t read_blocks(void* dst, std::size_t n) {
+    auto* out = static_cast<char*>(dst);
+    std::size_t total = 0;
+    while (total < n && position_ < shared_->size) {
+      if (block_pos_ == block_.size()) {
+        if (pending_.empty()) top_up();
+        auto next = std::move(pending_.front());
+        pending_.pop_front();
+        block_ = wait(next);
+        block_pos_ = 0;
+        top_up();
+        if (block_.empty()) {
+          throw internal_error("an empty block");
+        }
+      }
+      const std::size_t take = std::min(n - total, block_.size() - block_pos_);
+      std::memcpy(out + total, block_.data() + block_pos_, take);
+      block_pos_ += take;
+      total += take;
+      position_ += take;
+    }
+    return total;
+  }
+
+  std::future<std::string> launch(std::uint64_t offset, std::size_t length) {
+    auto fetch = std::make_shared<detail::RangedFetch>();
+    fetch->shared = shared_;
+    fetch->offset = offset;
+    fetch->length = length;
+    auto future = fetch->promise.get_future();
+    fetch->start();
+    return future;
+  }
+
+  /// Requests blocks until `in_flight` are pending or the object is covered.
+  void top_up() {
+    while (pending_.size() < readahead_.in_flight && next_launch_ < shared_->size) {
+      const auto length = static_cast<std::size_t>(
+          std::min<std::uint64_t>(readahead_.block_size, shared_->size - next_launch_));
+      pending_.push_back(launch(next_launch_, length));
+      next_launch_ += length;
+    }
+  }
+
+  std::string wait(std::future<std::string>& future) {
+    const auto start = std::chrono::steady_clock::now();
+    future.wait();
+    shared_->wait_ns.fetch_add(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count()),
+        std::memory_order_relaxed);
+    return future.get();
+  }
+
+  InternalError internal_error(std::string_view what) const {
+    return InternalError("RangedReader: " + std::string(what),
+                         {.stage = shared_->stage, .file = shared_->name, .offset = position_});
+  }
+
+  std::shared_ptr<HttpClient> client_;
+  ReadaheadOptions readahead_;
+  std::shared_ptr<detail::RangedShared> shared_{};
+  std::string block_{};  // the block being read
+  std::size_t block_pos_ = 0;
+  std::uint64_t position_ = 0;
+  std::uint64_t next_launch_ = 0;  // start of the next block to request
+  std::deque<std::future<std::string>> pending_{};
+  std::exception_ptr failed_{};  // read() failed: every later read() rethrows
+};
+
+/// The http:// and https:// scheme: open_read gives a RangedReader, exists
+/// sends HEAD (404 and 410 are false); open_write and list throw
+/// InvalidArgument (plain HTTP has no atomic upload and no listing).
+class HttpScheme final : public Scheme {
+ public:
+  /// Reads through `client` (shared by every object opened) with
+  /// `readahead`.
+  explicit HttpScheme(std::shared_ptr<HttpClient> client, ReadaheadOptions readahead = {})
+      : client_(std::move(client)), readahead_(readahead) {
+    if (!client_) throw InvalidArgument("HttpScheme: no HttpClient");
+  }
+
+  /// The client requests go through.
+  const std::shared_ptr<HttpClient>& client() const noexcept { return client_; }
+
+  std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
+    return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead_,
+                                          stage);
+  }
+
+  std::unique_ptr<RemoteWriter> open_write(const std::string& url,
+                                           std::string_view stage) override {
+    throw InvalidArgument("http(s):// is read-only: write to a local path or s3:// instead",
+                          {.stage = std::string(stage), .file = url});
+  }
+
+  bool exists(const std::string& url, std::string_view stage) override {
+    const Url parsed = parse(url, stage);
+    HttpResponse response;
+    try {
+      response = client_->send(parsed, HttpRequest{.method = "HEAD", .target = parsed.target});
+    } catch (Error& e) {
+      e.add_context({.stage = std::string(stage), .file = url});
+      throw;
+    }
+    if (response.status >= 200 && response.status < 300) return true;
+    if (response.status == 404 || response.status == 410) return false;
+    throw IoError("HEAD failed: HTTP " + std::to_string(response.status),
+                  {.stage = std::string(stage), .file = url});
+  }
+
+  std::vector<std::string> list(const std::string& prefix, std::string_view stage) override {
+    throw InvalidArgument("http(s):// cannot list: name the files, or use s3:// to list a prefix",
+                          {.stage = std::string(stage), .file = prefix});
+  }
+
+ private:
+  static Url parse(const std::string& url, std::string_view stage) {
+    try {
+      return parse_url(url);
+    } catch (Error& e) {
+      e.add_context({.stage = std::string(stage)});
+      throw;
+    }
+  }
+
+  std::shared_ptr<HttpClient> client_;
+  ReadaheadOptions readahead_;
+};
+
+/// Registers one HttpScheme for both "http" and "https" (replacing any
+/// handler registered before) and returns it.
+inline std::shared_ptr<HttpScheme> register_http_scheme(std::shared_ptr<HttpClient> client,
+                                                        ReadaheadOptions readahead = {}) {
+  auto scheme = std::make_shared<HttpScheme>(std::move(client), readahead);
+  register_scheme("http", scheme);
+  register_scheme("https", scheme);
+  return scheme;
+}
+
+}  // namespace ingest::storage
