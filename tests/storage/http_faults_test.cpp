@@ -1,33 +1,33 @@
-// The HTTP client (storage/http_client.hpp) under injected faults: nginx on
-// loopback serves a file, the fault proxy (support/fault_proxy.hpp) sits
-// between it and the client and resets, truncates, delays, throttles and
-// answers 503 bursts. Every byte must arrive exactly once; errors only when
-// the retries are spent, naming the URL.
+// The HTTP client and the http:// scheme (storage/http.hpp) under injected
+// faults: nginx on loopback serves the files, the fault proxy
+// (support/fault_proxy.hpp) sits between it and the client and resets,
+// truncates, delays, throttles and answers 503 bursts. Every byte and every
+// TFRecord record must arrive exactly once and in order; errors only when
+// the retries are spent, naming the URL (and the offset, for reads).
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <memory>
-#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
-#include <boost/asio.hpp>
+#include <ingest/ingest.hpp>
 #include <ingest/storage/http.hpp>
 
 #include "support/fault_proxy.hpp"
 #include "support/files.hpp"
+#include "support/nginx.hpp"
+#include "support/records.hpp"
+#include "support/testing.hpp"
 
 using namespace ingest;
 using namespace ingest::testing;
@@ -35,103 +35,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A free port on 127.0.0.1 (bound and released; nginx binds it next).
-std::uint16_t free_port() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::address_v4::loopback(), 0});
-  return a.local_endpoint().port();
-}
-
-bool can_connect(std::uint16_t port) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket s(io);
-  boost::system::error_code ec;
-  s.connect({boost::asio::ip::address_v4::loopback(), port}, ec);
-  return !ec;
-}
-
-std::string find_nginx() {
-  for (const char* dir : {"/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"}) {
-    const std::string path = std::string(dir) + "/nginx";
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return {};
-}
-
-// nginx (one process, no daemon) serving `root` on 127.0.0.1 at a free port;
-// killed and reaped on destruction. A minimal stand-in until the shared
-// launcher (tests/support/nginx.hpp) is on this branch.
-class LocalNginx {
- public:
-  explicit LocalNginx(const std::filesystem::path& root) {
-    const std::string nginx = find_nginx();
-    if (nginx.empty()) {
-      throw std::runtime_error("nginx is not installed: run scripts/install-deps.sh");
-    }
-    for (int attempt = 0; attempt < 5 && pid_ <= 0; ++attempt) {
-      port_ = free_port();
-      const std::string conf = dir_ / "nginx.conf";
-      std::ofstream(conf) << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
-                          << "error_log " << (dir_ / "error.log") << " warn;\n"
-                          << "pid " << (dir_ / "nginx.pid") << ";\n"
-                          << "events { worker_connections 512; }\n"
-                          << "http {\n  access_log off;\n"
-                          << "  client_body_temp_path " << (dir_ / "body") << ";\n"
-                          << "  proxy_temp_path " << (dir_ / "proxy") << ";\n"
-                          << "  fastcgi_temp_path " << (dir_ / "fastcgi") << ";\n"
-                          << "  uwsgi_temp_path " << (dir_ / "uwsgi") << ";\n"
-                          << "  scgi_temp_path " << (dir_ / "scgi") << ";\n"
-                          << "  keepalive_requests 100000;\n"
-                          << "  server {\n    listen 127.0.0.1:" << port_ << ";\n"
-                          << "    root " << root << ";\n  }\n}\n";
-      // Everything the child needs is built before fork: it may only exec.
-      const std::string prefix = dir_.path().string() + "/";
-      const std::string error_log = dir_ / "error.log";
-      const pid_t pid = ::fork();
-      if (pid < 0) throw std::runtime_error("fork failed");
-      if (pid == 0) {
-        const int null = ::open("/dev/null", O_RDWR);
-        ::dup2(null, 1);
-        ::dup2(null, 2);
-        ::execl(nginx.c_str(), "nginx", "-p", prefix.c_str(), "-c", conf.c_str(), "-e",
-                error_log.c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      const auto deadline = Clock::now() + 10s;
-      while (Clock::now() < deadline) {
-        int status = 0;
-        if (::waitpid(pid, &status, WNOHANG) == pid) break;  // exited: port taken? try again
-        if (can_connect(port_)) {
-          pid_ = pid;
-          break;
-        }
-        std::this_thread::sleep_for(5ms);
-      }
-      if (pid_ <= 0) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-      }
-    }
-    if (pid_ <= 0) {
-      std::ifstream log(dir_ / "error.log");
-      const std::string text((std::istreambuf_iterator<char>(log)), {});
-      throw std::runtime_error("nginx did not start: " + text);
-    }
-  }
-  LocalNginx(const LocalNginx&) = delete;
-  LocalNginx& operator=(const LocalNginx&) = delete;
-  ~LocalNginx() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  std::uint16_t port() const { return port_; }
-
- private:
-  TempDir dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
-};
 
 std::string object_bytes(std::size_t n) {
   std::string s(n, '\0');
@@ -151,14 +54,14 @@ struct Fixture {
   static constexpr std::size_t kSize = 3 * 1024 * 1024 + 17;
   TempDir www;
   std::string bytes = object_bytes(kSize);
-  std::unique_ptr<LocalNginx> nginx;
+  std::unique_ptr<NginxServer> nginx;
   std::unique_ptr<FaultProxy> proxy;
   storage::Url url;
 
   Fixture() {
     std::ofstream(www / "data.bin", std::ios::binary) << bytes;
     ::chmod(www.path().c_str(), 0755);
-    nginx = std::make_unique<LocalNginx>(www.path());
+    nginx = std::make_unique<NginxServer>(www.path().string());
     proxy = std::make_unique<FaultProxy>(nginx->port());
     url = storage::parse_url("http://127.0.0.1:" + std::to_string(proxy->port()) + "/data.bin");
   }
@@ -291,4 +194,226 @@ TEST_CASE("http faults: more failures than attempts raise IoError naming the URL
       CHECK_THAT(std::string(e.what()), Catch::Contains("timed out"));
     }
   }
+}
+
+// ---- TFRecord over http:// through the proxy (storage/http_file.hpp) ----
+
+namespace {
+
+// Registers an HttpScheme for http:// over `client` for one test; restores a
+// scheme that refuses everything afterwards, so no client outlives the test
+// in the (immortal) registry.
+class HttpSchemeGuard {
+ public:
+  HttpSchemeGuard(storage::HttpOptions options, storage::ReadaheadOptions readahead)
+      : client_(std::make_shared<storage::HttpClient>(std::move(options))) {
+    storage::register_http_scheme(client_, readahead);
+  }
+  HttpSchemeGuard(const HttpSchemeGuard&) = delete;
+  HttpSchemeGuard& operator=(const HttpSchemeGuard&) = delete;
+  ~HttpSchemeGuard() {
+    auto none = std::make_shared<Refuse>();
+    storage::register_scheme("http", none);
+    storage::register_scheme("https", none);
+  }
+  storage::HttpClient& client() { return *client_; }
+
+ private:
+  struct Refuse final : storage::Scheme {
+    [[noreturn]] static void refuse(const std::string& url) {
+      throw InvalidArgument("no http scheme outside the test that registered one", {.file = url});
+    }
+    std::unique_ptr<storage::RemoteReader> open_read(const std::string& url,
+                                                     std::string_view) override {
+      refuse(url);
+    }
+    std::unique_ptr<storage::RemoteWriter> open_write(const std::string& url,
+                                                      std::string_view) override {
+      refuse(url);
+    }
+    bool exists(const std::string& url, std::string_view) override { refuse(url); }
+    std::vector<std::string> list(const std::string& url, std::string_view) override {
+      refuse(url);
+    }
+  };
+  std::shared_ptr<storage::HttpClient> client_;
+};
+
+// nginx serving a TFRecord file of 2,000 records of varied sizes (written by
+// TFRecordWriter), the proxy in front, and the file's URL through the proxy.
+struct RecordsFixture {
+  TempDir www;
+  std::vector<std::string> records = sample_payloads(2000, 14);
+  std::unique_ptr<NginxServer> nginx;
+  std::unique_ptr<FaultProxy> proxy;
+  std::string url;
+  std::uint64_t size = 0;
+
+  RecordsFixture() {
+    {
+      TFRecordWriter writer(www / "data.tfrecord");
+      for (const auto& r : records) writer.write(r);
+      writer.close();
+    }
+    size = std::filesystem::file_size(www.path() / "data.tfrecord");
+    ::chmod(www.path().c_str(), 0755);
+    nginx = std::make_unique<NginxServer>(www.path().string());
+    proxy = std::make_unique<FaultProxy>(nginx->port());
+    url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data.tfrecord";
+  }
+};
+
+constexpr storage::ReadaheadOptions kSmallBlocks{.block_size = 16 * 1024, .in_flight = 4};
+
+}  // namespace
+
+TEST_CASE("http faults: TFRecord records arrive once and in order under every fault",
+          "[remote][http][faults][tfrecord]") {
+  RecordsFixture f;
+  REQUIRE(f.size > 500'000);  // many blocks
+  HttpSchemeGuard scheme(Fixture::options(), kSmallBlocks);
+
+  SECTION("no fault") { CHECK(collect(tfrecord(f.url)) == f.records); }
+  SECTION("resets mid-body") {
+    f.proxy->set_faults({.reset_after_bytes = 40'000, .resets = 8});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+    CHECK(f.proxy->counters().resets == 8);
+  }
+  SECTION("resets inside the first block, before the size and ETag are known") {
+    f.proxy->set_faults({.reset_after_bytes = 5'000, .resets = 3});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+    CHECK(f.proxy->counters().resets == 3);
+  }
+  SECTION("truncations inside the response headers") {
+    f.proxy->set_faults({.truncate_after_bytes = 40, .truncations = 4});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+    CHECK(f.proxy->counters().truncations == 4);
+  }
+  SECTION("truncated bodies") {
+    f.proxy->set_faults({.truncate_after_bytes = 25'001, .truncations = 8});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+    CHECK(f.proxy->counters().truncations == 8);
+  }
+  SECTION("503 bursts with Retry-After 0") {
+    f.proxy->set_faults({.fail_requests = 5, .retry_after_seconds = 0, .slow_down_body = true});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+    CHECK(f.proxy->counters().failed_requests == 5);
+  }
+  SECTION("latency and throttling") {
+    f.proxy->set_faults({.latency = 2ms, .bytes_per_second = 20'000'000});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+  }
+  SECTION("everything at once") {
+    f.proxy->set_faults({.latency = 1ms,
+                         .bytes_per_second = 50'000'000,
+                         .reset_after_bytes = 30'000,
+                         .resets = 5,
+                         .truncate_after_bytes = 20'000,
+                         .truncations = 5,
+                         .fail_requests = 5,
+                         .retry_after_seconds = 0});
+    CHECK(collect(tfrecord(f.url)) == f.records);
+    const auto n = f.proxy->counters();
+    CHECK(n.resets + n.truncations + n.failed_requests == 15);
+  }
+  CHECK(scheme.client().counters().requests > 0);
+}
+
+TEST_CASE("http faults: a connection slower than the request timeout still delivers every record",
+          "[remote][http][faults][tfrecord]") {
+  RecordsFixture f;
+  storage::HttpOptions o = Fixture::options(3);
+  o.request_timeout = 10ms;  // a 16 KiB block takes 16 ms at 1 MB/s: each attempt times out
+  HttpSchemeGuard scheme(o, kSmallBlocks);
+  f.proxy->set_faults({.bytes_per_second = 1'000'000});
+  CHECK(collect(tfrecord(f.url)) == f.records);
+  CHECK(scheme.client().counters().retries > 0);
+}
+
+TEST_CASE("http faults: Retry-After 1 on a TFRecord read is waited for, closing connections",
+          "[remote][http][faults][tfrecord]") {
+  RecordsFixture f;
+  storage::HttpOptions o = Fixture::options();
+  o.retry.max_backoff = 5s;
+  HttpSchemeGuard scheme(o, kSmallBlocks);
+  f.proxy->set_faults({.fail_requests = 2, .retry_after_seconds = 1, .close_after_fail = true});
+  const auto t0 = Clock::now();
+  CHECK(collect(tfrecord(f.url)) == f.records);
+  CHECK(std::chrono::duration<double>(Clock::now() - t0).count() >= 0.95);
+  CHECK(f.proxy->counters().failed_requests == 2);
+}
+
+TEST_CASE(
+    "http faults: a TFRecord read fails with IoError naming URL and offset when retries run out",
+    "[remote][http][faults][tfrecord]") {
+  RecordsFixture f;
+  HttpSchemeGuard scheme(Fixture::options(3), {.block_size = 16 * 1024, .in_flight = 1});
+  auto it = tfrecord(f.url).iterator();
+  std::vector<std::string> got;
+  // The first records arrive; then every request fails.
+  for (int i = 0; i < 10; ++i) got.push_back(*it.next());
+  f.proxy->set_faults({.fail_requests = 1'000'000, .retry_after_seconds = 0});
+  try {
+    while (auto r = it.next()) got.push_back(std::move(*r));
+    FAIL("no error");
+  } catch (const IoError& e) {
+    INFO(e.what());
+    CHECK(e.context().file == f.url);
+    REQUIRE(e.context().offset.has_value());
+    CHECK(*e.context().offset > 0);
+    CHECK(*e.context().offset < f.size);
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains(f.url) && Catch::Contains("3 attempts") && Catch::Contains("503"));
+  }
+  // What arrived before the error is exactly the file's first records.
+  REQUIRE(got.size() <= f.records.size());
+  CHECK(std::equal(got.begin(), got.end(), f.records.begin()));
+  CHECK(f.proxy->counters().failed_requests >= 3);
+}
+
+TEST_CASE("http faults: read_at from several threads is exact under every fault at once",
+          "[remote][http][faults]") {
+  RecordsFixture f;
+  HttpSchemeGuard scheme(Fixture::options(), kSmallBlocks);
+  const std::string whole = file_contents(f.www / "data.tfrecord");
+  auto reader = storage::scheme_for(f.url, "test")->open_read(f.url, "test");
+  REQUIRE(reader->size() == whole.size());
+  f.proxy->set_faults({.reset_after_bytes = 7'000,
+                       .resets = 20,
+                       .truncate_after_bytes = 9'000,
+                       .truncations = 20,
+                       .fail_requests = 20,
+                       .retry_after_seconds = 0});
+  std::atomic<int> wrong{0};
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        for (std::uint64_t off = t * 1000; off + 30'000 < whole.size(); off += 97'001) {
+          std::string buf(30'000, '\0');
+          const auto n = reader->read_at(off, buf.data(), buf.size());
+          if (n != buf.size() || std::string_view(buf) != std::string_view(whole).substr(off, n)) {
+            ++wrong;
+          }
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) CHECK(e.empty());
+  CHECK(wrong == 0);
+  const auto n = f.proxy->counters();
+  CHECK(n.resets + n.truncations + n.failed_requests > 0);
+}
+
+TEST_CASE("http faults: exists() retries a 503 burst to HEAD", "[remote][http][faults]") {
+  RecordsFixture f;
+  HttpSchemeGuard scheme(Fixture::options(), kSmallBlocks);
+  f.proxy->set_faults({.fail_requests = 3, .retry_after_seconds = 0, .slow_down_body = true});
+  CHECK(storage::scheme_for(f.url, "test")->exists(f.url, "test"));
+  CHECK_FALSE(storage::scheme_for(f.url, "test")->exists(f.url + ".missing", "test"));
+  CHECK(f.proxy->counters().failed_requests == 3);
 }
