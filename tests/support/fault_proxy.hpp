@@ -5,9 +5,11 @@
 // answering bursts of 503 (S3 `SlowDown`) itself. It plays the part of
 // toxiproxy / tc-netem for a loopback server. Test support, not library code.
 //
-// Threads: one io_context on its own thread; set_faults(), faults() and
-// counters() are safe from any thread at any time; the destructor closes
+// Threads: one io_context on its own thread (plain forwarding on loopback
+// moves GB/s, far above what the tests and W9 ask); set_faults(), faults()
+// and counters() are safe from any thread at any time; the destructor closes
 // every socket and joins the thread without waiting for any transfer.
+// Linux only (SIOCOUTQ tells when a reset can no longer lose sent bytes).
 #pragma once
 
 #include <sys/ioctl.h>
@@ -45,7 +47,8 @@ class FaultProxy {
   struct Faults {
     /// Delay before forwarding the first byte of each request (also before a 503).
     std::chrono::milliseconds latency{};
-    /// Server->client rate per connection in bytes per second; 0 = unlimited.
+    /// Server->client rate per connection in bytes per second (a token
+    /// bucket holding 10 ms of the rate); 0 = unlimited.
     std::uint64_t bytes_per_second{};
     /// Reset (RST, the client sees ECONNRESET) a connection once it has been
     /// sent this many server bytes; applies to the next `resets` connections
@@ -71,7 +74,9 @@ class FaultProxy {
     bool close_after_fail{};
   };
 
-  /// What the proxy has done so far.
+  /// What the proxy has done so far. A count moves when the proxy's write
+  /// completes, which may be just after the client has read the bytes: a
+  /// test that compares right after reading should wait (bounded) for it.
   struct Counters {
     std::uint64_t connections{};      ///< connections accepted
     std::uint64_t requests{};         ///< request starts seen (forwarded or failed)
