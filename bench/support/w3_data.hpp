@@ -131,12 +131,12 @@ struct Identity {
   }
 };
 
-/// W3: list the files -> parallel interleave (cycle 4) of tfrecord readers ->
-/// decode -> shuffle(10,000) -> batch(256) -> prefetch.
+/// W3 on the shards matching `pattern` (local or a URL): list the files ->
+/// parallel interleave (cycle 4) of tfrecord readers -> decode ->
+/// shuffle(10,000) -> batch(256) -> prefetch.
 template <class Extra = Identity>
-auto pipeline(bool gzip, Knobs knobs, Extra extra = {}) {
-  const std::string pattern = (data().dir / (gzip ? "train-*.gz" : "train-*-of-00016")).string();
-  const auto compression = gzip ? ingest::Compression::gzip : ingest::Compression::none;
+auto pipeline_at(const std::string& pattern, ingest::Compression compression, Knobs knobs,
+                 Extra extra = {}) {
   return ingest::list_files(pattern)
       .interleave(
           [compression](std::string path) {
@@ -147,6 +147,14 @@ auto pipeline(bool gzip, Knobs knobs, Extra extra = {}) {
       .shuffle(10'000, {.seed = 7})
       .batch(batch_size)
       .prefetch(knobs.prefetch);
+}
+
+/// W3 on the generated shards, plain or GZIP.
+template <class Extra = Identity>
+auto pipeline(bool gzip, Knobs knobs, Extra extra = {}) {
+  const std::string pattern = (data().dir / (gzip ? "train-*.gz" : "train-*-of-00016")).string();
+  return pipeline_at(pattern, gzip ? ingest::Compression::gzip : ingest::Compression::none, knobs,
+                     extra);
 }
 
 }  // namespace ingest::bench::w3

@@ -1,0 +1,127 @@
+// W9, remote storage (../shared/bench/WORKLOADS.md): W3's shards in an
+// S3-compatible object store on loopback (SeaweedFS, started here), reached
+// through the tests' fault proxy set to add 20 ms before each response and to
+// limit each connection to 50 MB/s. The pipeline is W3's (list_files ->
+// parallel interleave of tfrecord readers -> decode -> shuffle -> batch ->
+// prefetch, every knob autotuned), reading s3:// URLs.
+//   W9/local                  the same pipeline on the same files, local page cache: the reference
+//   W9/s3/readahead_4         remote, 4 ranged requests in flight per file (the default)
+//   W9/s3/one_request         remote, one request in flight at all (one file at a time, no
+//                             readahead): what latency hiding buys
+// Peak resident memory of the process is printed against the pipeline's RAM budget.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ingest/ingest.hpp>
+#include <ingest/storage/remote.hpp>
+
+#include "support/bench.hpp"
+#include "support/fault_proxy.hpp"
+#include "support/seaweedfs.hpp"
+#include "support/w3_data.hpp"
+
+namespace {
+
+using namespace ingest::bench::w3;
+
+struct Remote {
+  std::unique_ptr<ingest::testing::SeaweedS3> server;
+  std::unique_ptr<ingest::testing::FaultProxy> proxy;
+  std::string bucket;
+};
+
+Remote& remote() {
+  static Remote r;
+  return r;
+}
+
+// Points s3:// at the proxy with `readahead`.
+void use_remote(ingest::storage::ReadaheadOptions readahead) {
+  ingest::storage::use_s3({.region = "us-east-1",
+                           .endpoint = "http://127.0.0.1:" + std::to_string(remote().proxy->port()),
+                           .credentials =
+                               ingest::storage::AwsCredentials{
+                                   .access_key_id = ingest::testing::SeaweedS3::kAccessKey,
+                                   .secret_access_key = ingest::testing::SeaweedS3::kSecretKey},
+                           .readahead = readahead});
+}
+
+template <class Pipeline>
+void consume(benchmark::State& state, const Pipeline& ds) {
+  for (auto _ : state) {
+    std::int64_t labels = 0;
+    for (const auto& [images, batch_labels] : ds)
+      labels += batch_labels.template data<std::int64_t>()[0];
+    benchmark::DoNotOptimize(labels);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(data().plain_bytes));
+  state.SetItemsProcessed(state.iterations() * data().num_records);
+}
+
+void local(benchmark::State& state) { consume(state, pipeline(false, Knobs{})); }
+
+void s3(benchmark::State& state, std::size_t in_flight, std::int64_t interleave) {
+  use_remote({.block_size = std::size_t{8} << 20, .in_flight = in_flight});
+  const std::string pattern = "s3://" + remote().bucket + "/train-*-of-00016";
+  consume(state, pipeline_at(pattern, ingest::Compression::none,
+                             Knobs{.interleave_parallelism = interleave}));
+}
+
+}  // namespace
+
+void ingest::bench::register_benchmarks(const Config& config) {
+  const std::int64_t n = config.smoke ? 2'000 : 100'000;
+  generate(n, false);
+  Remote& r = remote();
+  r.server = std::make_unique<ingest::testing::SeaweedS3>();
+  r.bucket = r.server->make_bucket("w9");
+  r.proxy = std::make_unique<ingest::testing::FaultProxy>(
+      static_cast<std::uint16_t>(r.server->s3_port()),
+      ingest::testing::FaultProxy::Faults{.latency = std::chrono::milliseconds(20),
+                                          .bytes_per_second = 50'000'000});
+  // Upload the shards (straight to the server, not through the proxy).
+  ingest::storage::use_s3({.region = "us-east-1",
+                           .endpoint = r.server->endpoint(),
+                           .credentials = ingest::storage::AwsCredentials{
+                               .access_key_id = ingest::testing::SeaweedS3::kAccessKey,
+                               .secret_access_key = ingest::testing::SeaweedS3::kSecretKey}});
+  for (const std::string& path : data().plain) {
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    ingest::detail::AtomicFileWriter out("s3://" + r.bucket + "/" + name, "w9");
+    ingest::detail::FileReader in(path, "w9");
+    std::vector<char> buf(1 << 20);
+    while (const std::size_t got = in.read(buf.data(), buf.size())) out.write(buf.data(), got);
+    out.commit();
+  }
+  note("W9 data: " + std::to_string(n) + " records in " + std::to_string(num_shards) + " shards, " +
+       std::to_string(data().plain_bytes >> 20) +
+       " MiB, in SeaweedFS behind a proxy adding 20 ms per request and 50 MB/s per connection");
+
+  auto ms = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  ms(benchmark::RegisterBenchmark("W9/local", local));
+  ms(benchmark::RegisterBenchmark("W9/s3/readahead_4", s3, std::size_t{4}, ingest::autotune));
+  ms(benchmark::RegisterBenchmark("W9/s3/one_request", s3, std::size_t{1}, std::int64_t{1}));
+  set_reference("W9/", "W9/local");
+}
+
+namespace {
+// Printed at exit, after every benchmark ran: the process's peak resident
+// memory against the default RAM budget (half the machine's memory).
+struct PeakMemory {
+  ~PeakMemory() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const double budget_mb = static_cast<double>(ingest::detail::default_ram_budget()) / (1 << 20);
+    std::printf("W9 peak resident memory: %.0f MiB (RAM budget %.0f MiB)\n",
+                static_cast<double>(usage.ru_maxrss) / 1024, budget_mb);
+  }
+} peak_memory;
+}  // namespace
