@@ -610,3 +610,39 @@ TEST_CASE("readers and clients destroyed with requests in flight shut down clean
     client.reset();  // the client goes with requests in flight (round 0, 2) or idle
   }
 }
+
+TEST_CASE("503 is retried after the server's Retry-After, 403 is not retried", "[remote][http]") {
+  testing::TempDir root;
+  testing::NginxServer nginx(root.path().string());
+  HttpOptions options;
+  options.retry.max_attempts = 2;
+  options.retry.initial_backoff = std::chrono::milliseconds(1);
+  options.retry.max_backoff = std::chrono::milliseconds(3'000);
+  auto client = std::make_shared<HttpClient>(options);
+
+  const std::string busy = nginx.url("/unavailable/x.bin");
+  auto start = std::chrono::steady_clock::now();
+  try {
+    client->send(parse_url(busy), {});
+    FAIL("no exception");
+  } catch (const IoError& e) {
+    CHECK(e.context().file == busy);
+    CHECK(std::string(e.what()).find("2 attempts: HTTP 503 Service Unavailable") !=
+          std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(1'000));
+  CHECK(client->counters().retries == 1);
+
+  const std::string forbidden = nginx.url("/forbidden/x.bin");
+  start = std::chrono::steady_clock::now();
+  CHECK(client->send(parse_url(forbidden), {}).status == 403);  // returned as is
+  try {
+    RangedReader reader(client, parse_url(forbidden), {}, {}, "test");
+    FAIL("no exception");
+  } catch (const IoError& e) {
+    CHECK(e.context().file == forbidden);
+    CHECK(std::string(e.what()).find("HTTP 403 Forbidden") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(900));
+  CHECK(client->counters().retries == 1);
+}

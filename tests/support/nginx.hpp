@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -134,7 +135,8 @@ inline SelfSignedCertificate make_self_signed_certificate(const TempDir& dir) {
 }
 
 /// A real nginx serving `root` on 127.0.0.1, plain HTTP on port() (and the
-/// same files rate-limited under /slow/, see slow_rate), and with
+/// same files rate-limited under /slow/, see slow_rate; 503 with
+/// Retry-After: 1 under /unavailable/, 403 under /forbidden/), and with
 /// `tls` also HTTPS on tls_port() with a fresh self-signed certificate
 /// (certificate_file()). Stopped (SIGKILL) and reaped on destruction.
 class NginxServer {
@@ -150,10 +152,14 @@ class NginxServer {
     }
     port_ = free_loopback_port();
     // /slow/<name> serves <name> at `slow_rate` bytes a second (nginx
-    // sends each request's first second's worth at once).
+    // sends each request's first second's worth at once); /unavailable/…
+    // answers 503 with Retry-After: 1, /forbidden/… 403.
     std::string servers = "  server {\n    listen 127.0.0.1:" + std::to_string(port_) +
                           ";\n    root " + root + ";\n    location /slow/ {\n      alias " + root +
-                          "/;\n      limit_rate " + std::to_string(slow_rate) + ";\n    }\n  }\n";
+                          "/;\n      limit_rate " + std::to_string(slow_rate) + ";\n    }\n" +
+                          "    location /unavailable/ {\n      add_header Retry-After 1 always;\n  "
+                          "    return 503;\n    }\n" +
+                          "    location /forbidden/ {\n      return 403;\n    }\n  }\n";
     if (tls) {
       certificate_ = make_self_signed_certificate(dir_);
       do {
@@ -176,9 +182,14 @@ class NginxServer {
     const std::string error_log = dir_ / "error.log";
     const std::string conf_path = dir_ / "nginx.conf";
     const std::string prefix = d + "/";
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
+      // Dies with the test process even when it ends without destructors
+      // (a crash, a sanitizer's halt_on_error).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
       const int fd = ::open(error_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         ::dup2(fd, 1);

@@ -123,10 +123,13 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
     const std::uint64_t last = offset + length - 1;
     request.headers.push_back(
         {"Range", "bytes=" + std::to_string(first) + "-" + std::to_string(last)});
-    if (!open && !shared->etag.empty()) request.headers.push_back({"If-Match", shared->etag});
+    // If-Match compares strongly: a weak ETag (W/"...") would never match,
+    // so that version is checked on each response's ETag only.
+    const bool strong = !shared->etag.empty() && shared->etag.rfind("W/", 0) != 0;
+    if (!open && strong) request.headers.push_back({"If-Match", shared->etag});
     if (open && !data.empty()) {  // resuming the first block: the version seen so far
-      if (const auto* tag = open_response.header("ETag"))
-        request.headers.push_back({"If-Match", *tag});
+      const auto* tag = open_response.header("ETag");
+      if (tag != nullptr && tag->rfind("W/", 0) != 0) request.headers.push_back({"If-Match", *tag});
     }
     if (auto error =
             HttpClient::prepare_attempt(shared->url, shared->prepare, request, context())) {
