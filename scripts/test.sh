@@ -6,7 +6,8 @@
 #   scripts/test.sh            release build with g++ (the README's command)
 #   scripts/test.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/test.sh tsan       ThreadSanitizer, on the concurrent code's tests
-#                              (label "concurrency": async stages, runtime, loaders)
+#                              (labels "concurrency": async stages, runtime, loaders;
+#                              and "remote": the HTTP/S3 client's I/O threads)
 #   scripts/test.sh clang      release build with clang++ (tests and examples)
 #
 # Only release also checks that every header compiles on its own and runs
@@ -48,9 +49,10 @@ case "$config" in
   tsan)
     cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DINGEST_SANITIZE=thread -DINGEST_BUILD_BENCH=OFF
                  -DINGEST_CHECK_HEADERS=OFF -DINGEST_BUILD_EXAMPLES=OFF)
-    # The concurrent code: async stages, runtime, autotuner, loaders.
-    build_targets=(--target async_stages_tests runtime_tests loader_tests)
-    ctest_args+=(-L concurrency)
+    # The concurrent code: async stages, runtime, autotuner, loaders, and the
+    # remote storage part's I/O threads (its tests start nginx and SeaweedFS).
+    build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests)
+    ctest_args+=(-L "concurrency|remote")
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
     ;;
   *)

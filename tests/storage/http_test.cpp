@@ -340,6 +340,13 @@ TEST_CASE("RangedReader: an object replaced mid-read raises DataLossError", "[re
   std::string buf(256 << 10, '\0');
   REQUIRE(reader.read(buf.data(), buf.size()) == buf.size());  // block 0; block 1 requested
   CHECK(buf == data.substr(0, buf.size()));
+  // Block 1 was requested with block 0: let it arrive before the change (on
+  // a loaded machine it may still be in flight).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reader.counters().bytes < (512u << 10) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(reader.counters().bytes >= (512u << 10));
 
   // New content under the same name, with another mtime: nginx's ETag changes.
   const std::string replacement = root / "replacement.tmp";

@@ -1,0 +1,131 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <ingest/ingest.hpp>
+#include <ingest/storage/remote.hpp>
+
+#include "support/files.hpp"
+#include "support/nginx.hpp"
+#include "support/seaweedfs.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+
+namespace {
+
+// Sets environment variables for the scope of a test, restoring them after.
+class ScopedEnv {
+ public:
+  void set(const char* name, const std::string& value) {
+    remember(name);
+    ::setenv(name, value.c_str(), 1);
+  }
+  void unset(const char* name) {
+    remember(name);
+    ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value, had] : saved_) {
+      if (had) {
+        ::setenv(name.c_str(), value.c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  struct Saved {
+    std::string name, value;
+    bool had{};
+  };
+  void remember(const char* name) {
+    const char* v = std::getenv(name);
+    saved_.push_back({name, v ? v : "", v != nullptr});
+  }
+  std::vector<Saved> saved_;
+};
+
+// Drops the registered http, https and s3 handlers and registers the
+// defaults again, as at the start of a program that includes remote.hpp.
+void reset_to_defaults() {
+  auto& registry = storage::detail::scheme_registry();
+  {
+    std::lock_guard lock(registry.mu);
+    for (const char* s : {"http", "https", "s3"}) registry.schemes.erase(s);
+  }
+  storage::detail::register_remote_schemes();
+}
+
+}  // namespace
+
+TEST_CASE("including remote.hpp registers http, https and s3", "[remote][registration]") {
+  CHECK(storage::detail::remote_schemes_registered);
+  auto& registry = storage::detail::scheme_registry();
+  std::lock_guard lock(registry.mu);
+  for (const char* s : {"http", "https", "s3"}) CHECK(registry.schemes.count(s) == 1);
+}
+
+TEST_CASE("the default http scheme reads a URL with no set-up", "[remote][registration]") {
+  reset_to_defaults();
+  TempDir dir;
+  write_file(dir / "lines.txt", "alpha\nbeta\n");
+  NginxServer nginx(dir.path().string());
+  std::vector<std::string> lines;
+  for (auto& l : text_lines(nginx.url("/lines.txt"))) lines.push_back(l);
+  CHECK(lines == std::vector<std::string>{"alpha", "beta"});
+  CHECK(read_file(nginx.url("/lines.txt")) == "alpha\nbeta\n");
+  CHECK(detail::file_exists(nginx.url("/lines.txt"), "test"));
+  CHECK_FALSE(detail::file_exists(nginx.url("/missing.txt"), "test"));
+  CHECK_THROWS_AS(TFRecordWriter(nginx.url("/out.tfrecord")), InvalidArgument);
+}
+
+TEST_CASE("use_http sets the options of http and https", "[remote][registration]") {
+  TempDir dir;
+  write_file(dir / "a.txt", "secret\n");
+  NginxServer nginx(dir.path().string(), /*tls=*/true);
+  // The default trusts the system store only: the self-signed certificate fails.
+  reset_to_defaults();
+  CHECK_THROWS_AS(read_file(nginx.tls_url("/a.txt")), IoError);
+  storage::use_http({.ca_file = nginx.certificate_file()});
+  CHECK(read_file(nginx.tls_url("/a.txt")) == "secret\n");
+  CHECK_THROWS_WITH(storage::use_http({.ca_file = dir / "no-such-ca.pem"}),
+                    Catch::Contains("no-such-ca.pem"));
+  reset_to_defaults();
+}
+
+TEST_CASE("the default s3 scheme takes endpoint and credentials from the environment",
+          "[remote][registration]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("remote");
+  ScopedEnv env;
+  env.set("AWS_ENDPOINT_URL", server.endpoint());
+  env.set("AWS_REGION", "us-east-1");
+  env.set("AWS_ACCESS_KEY_ID", SeaweedS3::kAccessKey);
+  env.set("AWS_SECRET_ACCESS_KEY", SeaweedS3::kSecretKey);
+  env.unset("AWS_SESSION_TOKEN");
+  env.unset("AWS_ENDPOINT_URL_S3");
+  reset_to_defaults();  // built when the first s3:// URL is opened, after the variables are set
+  {
+    TFRecordWriter writer("s3://" + bucket + "/data/part-0.tfrecord");
+    writer.write("one");
+    writer.write("two");
+    writer.close();
+  }
+  const auto files = list_files("s3://" + bucket + "/data/part-*.tfrecord");
+  REQUIRE(files.matched() == std::vector<std::string>{"s3://" + bucket + "/data/part-0.tfrecord"});
+  std::vector<std::string> records;
+  for (auto& r : tfrecord(files.matched())) records.emplace_back(r);
+  CHECK(records == std::vector<std::string>{"one", "two"});
+}
+
+TEST_CASE("use_s3 before the defaults are registered is kept", "[remote][registration]") {
+  storage::use_s3({.endpoint = "http://127.0.0.1:9", .credentials = storage::AwsCredentials{}});
+  std::shared_ptr<storage::Scheme> before = storage::scheme_for("s3://b/k", "test");
+  storage::detail::register_remote_schemes();
+  CHECK(storage::scheme_for("s3://b/k", "test") == before);
+  reset_to_defaults();
+}
