@@ -131,6 +131,27 @@ struct HttpAttempt {
   HttpResponse response{};        ///< body partial when transport_failed
 };
 
+/// Adds the time from its construction to its destruction to `total` (ns):
+/// the time a caller waited for the network, also when the wait threw.
+class CountWait {
+ public:
+  explicit CountWait(std::atomic<std::uint64_t>& total) noexcept
+      : total_(total), start_(std::chrono::steady_clock::now()) {}
+  CountWait(const CountWait&) = delete;
+  CountWait& operator=(const CountWait&) = delete;
+  ~CountWait() {
+    total_.fetch_add(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start_)
+                                       .count()),
+        std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uint64_t>& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 inline char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 
 inline bool iequals(std::string_view a, std::string_view b) {
@@ -309,18 +330,7 @@ class HttpClient {
                    result->set_value(std::move(response));
                  }
                });
-    const auto start = std::chrono::steady_clock::now();
-    struct CountWait {  // also when get() throws
-      std::atomic<std::uint64_t>& total;
-      std::chrono::steady_clock::time_point start;
-      ~CountWait() {
-        total.fetch_add(
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - start)
-                                           .count()),
-            std::memory_order_relaxed);
-      }
-    } count{wait_ns_, start};
+    const detail::CountWait count(wait_ns_);  // also when get() throws
     return result->get();
   }
 

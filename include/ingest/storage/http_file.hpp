@@ -430,17 +430,7 @@ class RangedReader final : public RemoteReader {
 
   /// The result of a fetch, counting the time waited (also when it threw).
   std::string wait(detail::Completion<std::string>& result) {
-    struct CountWait {
-      std::atomic<std::uint64_t>& total;
-      std::chrono::steady_clock::time_point start;
-      ~CountWait() {
-        total.fetch_add(
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - start)
-                                           .count()),
-            std::memory_order_relaxed);
-      }
-    } count{shared_->wait_ns, std::chrono::steady_clock::now()};
+    const detail::CountWait count(shared_->wait_ns);
     return result.get();
   }
 
