@@ -8,6 +8,8 @@
 //   W9/s3/readahead_4         remote, 4 ranged requests in flight per file (the default)
 //   W9/s3/one_request         remote, one request in flight at all (one file at a time, no
 //                             readahead): what latency hiding buys
+//   W9/s3/no_proxy            remote straight from the store (no added latency, no bandwidth
+//                             limit): the store's own rate on this machine
 // Peak resident memory of the process is printed against the pipeline's RAM budget.
 #include <sys/resource.h>
 
@@ -41,15 +43,17 @@ Remote& remote() {
   return r;
 }
 
-// Points s3:// at the proxy with `readahead`.
-void use_remote(ingest::storage::ReadaheadOptions readahead) {
-  ingest::storage::use_s3({.region = "us-east-1",
-                           .endpoint = "http://127.0.0.1:" + std::to_string(remote().proxy->port()),
-                           .credentials =
-                               ingest::storage::AwsCredentials{
-                                   .access_key_id = ingest::testing::SeaweedS3::kAccessKey,
-                                   .secret_access_key = ingest::testing::SeaweedS3::kSecretKey},
-                           .readahead = readahead});
+// Points s3:// at the proxy (or straight at the server) with `readahead`.
+void use_remote(ingest::storage::ReadaheadOptions readahead, bool through_proxy = true) {
+  ingest::storage::use_s3(
+      {.region = "us-east-1",
+       .endpoint = through_proxy ? "http://127.0.0.1:" + std::to_string(remote().proxy->port())
+                                 : remote().server->endpoint(),
+       .credentials =
+           ingest::storage::AwsCredentials{
+               .access_key_id = ingest::testing::SeaweedS3::kAccessKey,
+               .secret_access_key = ingest::testing::SeaweedS3::kSecretKey},
+       .readahead = readahead});
 }
 
 template <class Pipeline>
@@ -66,11 +70,10 @@ void consume(benchmark::State& state, const Pipeline& ds) {
 
 void local(benchmark::State& state) { consume(state, pipeline(false, Knobs{})); }
 
-void s3(benchmark::State& state, std::size_t in_flight, std::int64_t interleave) {
-  use_remote({.block_size = std::size_t{8} << 20, .in_flight = in_flight});
+void s3(benchmark::State& state, std::size_t in_flight, Knobs knobs, bool through_proxy) {
+  use_remote({.block_size = std::size_t{8} << 20, .in_flight = in_flight}, through_proxy);
   const std::string pattern = "s3://" + remote().bucket + "/train-*-of-00016";
-  consume(state, pipeline_at(pattern, ingest::Compression::none,
-                             Knobs{.interleave_parallelism = interleave}));
+  consume(state, pipeline_at(pattern, ingest::Compression::none, knobs));
 }
 
 }  // namespace
@@ -107,8 +110,12 @@ void ingest::bench::register_benchmarks(const Config& config) {
     b->Unit(benchmark::kMillisecond)->UseRealTime();
   };
   ms(benchmark::RegisterBenchmark("W9/local", local));
-  ms(benchmark::RegisterBenchmark("W9/s3/readahead_4", s3, std::size_t{4}, ingest::autotune));
-  ms(benchmark::RegisterBenchmark("W9/s3/one_request", s3, std::size_t{1}, std::int64_t{1}));
+  ms(benchmark::RegisterBenchmark("W9/s3/readahead_4", s3, std::size_t{4}, Knobs{}, true));
+  ms(benchmark::RegisterBenchmark("W9/s3/one_request", s3, std::size_t{1},
+                                  Knobs{.interleave_parallelism = 1, .cycle_length = 1}, true));
+  // The store itself on this machine, without the proxy's latency and
+  // bandwidth limit: how fast SeaweedFS serves W3 here (it shares the cores).
+  ms(benchmark::RegisterBenchmark("W9/s3/no_proxy", s3, std::size_t{4}, Knobs{}, false));
   set_reference("W9/", "W9/local");
 }
 

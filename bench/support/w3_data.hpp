@@ -114,6 +114,7 @@ struct Knobs {
   std::int64_t map_parallelism = ingest::autotune;
   std::int64_t interleave_parallelism = ingest::autotune;
   std::int64_t prefetch = ingest::autotune;
+  std::int64_t cycle_length = 4;  ///< files the interleave reads at once
 };
 
 /// Decode, then `extra` (a CPU-heavy step for W6; the identity for W3).
@@ -142,7 +143,7 @@ auto pipeline_at(const std::string& pattern, ingest::Compression compression, Kn
           [compression](std::string path) {
             return ingest::tfrecord(path, {.compression = compression});
           },
-          {.cycle_length = 4, .parallelism = knobs.interleave_parallelism})
+          {.cycle_length = knobs.cycle_length, .parallelism = knobs.interleave_parallelism})
       .map(DecodeThen<Extra>{extra}, {.parallelism = knobs.map_parallelism})
       .shuffle(10'000, {.seed = 7})
       .batch(batch_size)
