@@ -129,3 +129,48 @@ TEST_CASE("use_s3 before the defaults are registered is kept", "[remote][registr
   CHECK(storage::scheme_for("s3://b/k", "test") == before);
   reset_to_defaults();
 }
+
+TEST_CASE("image_folder and cache take s3:// URLs", "[remote][registration]") {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket("folder");
+  storage::use_s3(
+      {.region = "us-east-1",
+       .endpoint = server.endpoint(),
+       .credentials = storage::AwsCredentials{.access_key_id = SeaweedS3::kAccessKey,
+                                              .secret_access_key = SeaweedS3::kSecretKey}});
+  const std::string root = "s3://" + bucket + "/images";
+  const auto put = [](const std::string& url, const std::string& bytes) {
+    detail::AtomicFileWriter out(url, "test");
+    out.write(bytes.data(), bytes.size());
+    out.commit();
+  };
+  for (const char* key : {"/cat/1.jpg", "/cat/sub/0.png", "/cat/0.jpeg", "/dog/a.JPG",
+                          "/dog/readme.txt", "/stray.jpg"}) {
+    put(root + key, key);
+  }
+  SECTION("classes are the first components, samples in the walk's order") {
+    const auto ds = image_folder(root);
+    CHECK(ds.class_names() == std::vector<std::string>{"cat", "dog"});
+    std::vector<std::pair<std::string, std::int64_t>> got;
+    for (auto& s : ds) got.push_back(s);
+    CHECK(got == std::vector<std::pair<std::string, std::int64_t>>{{root + "/cat/0.jpeg", 0},
+                                                                   {root + "/cat/1.jpg", 0},
+                                                                   {root + "/cat/sub/0.png", 0},
+                                                                   {root + "/dog/a.JPG", 1}});
+    CHECK(read_file(got[2].first) == "/cat/sub/0.png");
+  }
+  SECTION("a class without an image names it") {
+    put(root + "/fish/notes.txt", "x");
+    CHECK_THROWS_WITH(image_folder(root), Catch::Contains(root + "/fish"));
+  }
+  SECTION("cache(url) writes the cache as an object and reads it back") {
+    const std::string cache = "s3://" + bucket + "/cache/range";
+    auto cached = range(0, 100).cache(cache);
+    std::vector<std::int64_t> first, second;
+    for (auto v : cached) first.push_back(v);
+    CHECK(detail::file_exists(cache, "test"));
+    for (auto v : cached) second.push_back(v);
+    CHECK(first.size() == 100);
+    CHECK(second == first);
+  }
+}

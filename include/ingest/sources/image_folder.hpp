@@ -17,6 +17,11 @@
 // through a link to one of its ancestors is not walked again (os.walk loops
 // until paths grow too long), and a directory that cannot be read raises
 // IoError instead of being skipped silently.
+//
+// A URL root ("s3://bucket/train") is listed through its scheme (for s3://,
+// ListObjectsV2 under "train/", every page): the classes are the first key
+// components below the root, and each class's objects are ordered as the
+// walk orders files (by their "directory", then by name).
 #pragma once
 
 #include <sys/stat.h>
@@ -26,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +43,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/sources/from_vector.hpp"
+#include "ingest/storage/byte_source.hpp"
 #include "ingest/storage/file.hpp"
 
 namespace ingest {
@@ -104,6 +111,38 @@ inline void walk_class(const std::string& dir, const std::vector<std::string>& e
   ancestors.pop_back();
 }
 
+/// image_folder's classes and samples under a URL root, from one listing of
+/// the objects below it (see the top of this header).
+inline void list_url_classes(const std::string& root, const std::vector<std::string>& extensions,
+                             std::vector<std::string>& classes,
+                             std::vector<std::pair<std::string, std::int64_t>>& samples,
+                             std::vector<std::string>& empty) {
+  const std::string prefix = !root.empty() && root.back() == '/' ? root : root + "/";
+  // Per class, sorted by name: (directory, name) of each kept object.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_class;
+  for (const std::string& url :
+       storage::scheme_for(root, "image_folder")->list(prefix, "image_folder")) {
+    const std::string_view rest = std::string_view(url).substr(prefix.size());
+    const auto first = rest.find('/');
+    if (first == std::string_view::npos || first == 0) continue;  // not inside a class
+    auto& files = by_class[std::string(rest.substr(0, first))];   // a class even if none is kept
+    const auto last = url.rfind('/');
+    const std::string name = url.substr(last + 1);
+    if (!name.empty() && has_extension(name, extensions))
+      files.emplace_back(url.substr(0, last), name);
+  }
+  std::size_t label = 0;
+  for (auto& [cls, files] : by_class) {
+    classes.push_back(cls);
+    std::sort(files.begin(), files.end());  // directories in path order, then names
+    for (const auto& [dir, name] : files) {
+      samples.emplace_back(dir + "/" + name, static_cast<std::int64_t>(label));
+    }
+    if (files.empty()) empty.push_back(prefix + cls);
+    ++label;
+  }
+}
+
 }  // namespace detail
 
 class ImageFolderDataset
@@ -116,6 +155,17 @@ class ImageFolderDataset
   /// a directory, has no class directory, or a class has no kept file (as
   /// torchvision's FileNotFoundError), or a directory cannot be read.
   ImageFolderDataset(const std::string& root, const ImageFolderOptions& options) {
+    if (storage::is_url(root)) {
+      std::vector<std::string> classes, empty;
+      std::vector<element_type> samples;
+      detail::list_url_classes(root, options.extensions, classes, samples, empty);
+      if (classes.empty()) {
+        throw IoError("image_folder: no class directory in " + root,
+                      {.stage = "image_folder", .file = root});
+      }
+      finish(std::move(classes), std::move(samples), empty);
+      return;
+    }
     std::error_code ec;
     const auto status = std::filesystem::status(root, ec);
     if (ec || !std::filesystem::exists(status)) {
@@ -146,15 +196,7 @@ class ImageFolderDataset
       }
       if (samples.size() == before) empty.push_back(class_dir);
     }
-    if (!empty.empty()) {
-      std::string names;
-      for (const std::string& dir : empty) names += (names.empty() ? "" : ", ") + dir;
-      throw IoError(
-          "image_folder: no file with an accepted extension in the class directories " + names,
-          {.stage = "image_folder", .file = empty.front()});
-    }
-    classes_ = std::make_shared<const std::vector<std::string>>(std::move(classes));
-    samples_ = std::make_shared<const std::vector<element_type>>(std::move(samples));
+    finish(std::move(classes), std::move(samples), empty);
   }
 
   FromVectorIterator<element_type> make_iterator(const IteratorContext&) const {
@@ -166,6 +208,20 @@ class ImageFolderDataset
   std::int64_t cardinality() const { return static_cast<std::int64_t>(samples_->size()); }
 
  private:
+  // Keeps the walk's result, or raises the error for its empty classes.
+  void finish(std::vector<std::string> classes, std::vector<element_type> samples,
+              const std::vector<std::string>& empty) {
+    if (!empty.empty()) {
+      std::string names;
+      for (const std::string& dir : empty) names += (names.empty() ? "" : ", ") + dir;
+      throw IoError(
+          "image_folder: no file with an accepted extension in the class directories " + names,
+          {.stage = "image_folder", .file = empty.front()});
+    }
+    classes_ = std::make_shared<const std::vector<std::string>>(std::move(classes));
+    samples_ = std::make_shared<const std::vector<element_type>>(std::move(samples));
+  }
+
   std::shared_ptr<const std::vector<std::string>> classes_;
   std::shared_ptr<const std::vector<element_type>> samples_;
 };
