@@ -60,3 +60,27 @@ TEST_CASE("device memory holds device tensors", "[cuda][allocator]") {
   cuda::check(cudaMemcpy(t.raw_data(), host.data(), 1024, cudaMemcpyHostToDevice), "cudaMemcpy");
   CHECK(testing::copy_to_host<float>(t.raw_data(), 256) == host);
 }
+
+TEST_CASE("release_cached_memory hands the pools' free blocks back to CUDA", "[cuda][allocator]") {
+  cuda::release_cached_memory();  // nothing cached, or no device: nothing to do, no error
+  INGEST_REQUIRE_CUDA_DEVICE();
+  Tensor in_use(DType::float32, Shape{4096}, cuda::device_pool(0));
+  {
+    Tensor pinned(DType::uint8, Shape{1 << 16}, cuda::pinned_pool());
+    Tensor device(DType::uint8, Shape{1 << 16}, cuda::device_pool(0));
+  }
+  CHECK(cuda::pinned_pool().stats().bytes_cached >= (std::size_t{1} << 16));
+  CHECK(cuda::device_pool(0).stats().bytes_cached >= (std::size_t{1} << 16));
+  const auto held = cuda::device_pool(0).stats().bytes_from_upstream;
+  cuda::release_cached_memory();
+  CHECK(cuda::pinned_pool().stats().bytes_cached == 0);
+  CHECK(cuda::device_pool(0).stats().bytes_cached == 0);
+  // The block in use stays valid and the pool's own.
+  CHECK(cuda::device_pool(0).stats().bytes_from_upstream < held);
+  CHECK(cuda::device_pool(0).stats().bytes_from_upstream >= 4096 * sizeof(float));
+  std::vector<float> host(4096, 2.5f);
+  cuda::check(cudaMemcpy(in_use.raw_data(), host.data(), host.size() * sizeof(float),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy");
+  CHECK(testing::copy_to_host<float>(in_use.raw_data(), host.size()) == host);
+}
