@@ -59,11 +59,14 @@ def main():
         rects = root.findall(".//" + SVG + "rect")
         if len(rects) < 3:
             fail("%s: only %d rect elements" % (path, len(rects)))
-    for r in rungs:  # each timeline shows the training step and some input work
+    # Each timeline shows the training step (the host's "consumer" span, or
+    # "gpu step" where a CUDA device runs it) and some input work.
+    step_spans = ("consumer", "gpu step")
+    for r in rungs:
         titles = [t.text for t in ET.parse(r["timeline"]).getroot().iter(SVG + "title")]
-        if not any(t.startswith("consumer") for t in titles):
+        if not any(t.startswith(step_spans) for t in titles):
             fail("%s: no training step drawn" % r["timeline"])
-        if not any(not t.startswith("consumer") for t in titles):
+        if not any(not t.startswith(step_spans) for t in titles):
             fail("%s: no pipeline work drawn" % r["timeline"])
     trace = json.load(open(os.path.join(out, "rung-7.trace.json")))
     if not trace["traceEvents"]:

@@ -24,6 +24,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -243,7 +244,9 @@ Result run_rung(const Config& c, int number, std::string name, std::string tf_eq
   }
   // The timeline: a window of 20 steps' worth of time from the first step of
   // the last epoch (after a cache has filled), the step spans of the trace
-  // marking where steps begin.
+  // marking where steps begin; moved back where the run ends sooner (a short
+  // run, or a pipeline that finished its last epoch ahead of a GPU's queued
+  // steps), so that the window still shows the pipeline's work.
   const std::string step_span = c.gpu.empty() ? "consumer" : "gpu step";
   std::vector<std::int64_t> step_starts;
   std::map<std::string, std::string> roles;
@@ -256,13 +259,21 @@ Result run_rung(const Config& c, int number, std::string name, std::string tf_eq
   roles.emplace(step_span, "step");
   std::sort(step_starts.begin(), step_starts.end());
   const auto first = static_cast<std::size_t>((c.epochs - 1) * c.steps_per_epoch());
-  const std::int64_t begin_ns =
+  std::int64_t run_begin_ns = std::numeric_limits<std::int64_t>::max(), run_end_ns = 0;
+  for (const ingest::TraceEvent& e : events) {
+    if (e.phase != 'X') continue;
+    run_begin_ns = std::min(run_begin_ns, e.ts_ns);
+    run_end_ns = std::max(run_end_ns, e.ts_ns + e.dur_ns);
+  }
+  const std::int64_t window_ns = 20 * ns(c.step);
+  std::int64_t begin_ns =
       step_starts.empty() ? 0 : step_starts[std::min(first, step_starts.size() - 1)];
+  if (run_end_ns > 0) begin_ns = std::max(run_begin_ns, std::min(begin_ns, run_end_ns - window_ns));
   r.timeline = (c.out_dir / ("timeline-" + std::to_string(number) + ".svg")).string();
   char title[256];
   std::snprintf(title, sizeof title, "%d. %s: %.0f images/s, accelerator idle %.0f%%", number,
                 r.name.c_str(), r.images_per_s(), r.idle_percent());
-  demo::svg::write_timeline(r.timeline, title, events, begin_ns, begin_ns + 20 * ns(c.step), roles);
+  demo::svg::write_timeline(r.timeline, title, events, begin_ns, begin_ns + window_ns, roles);
   return r;
 }
 
