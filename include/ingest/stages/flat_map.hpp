@@ -16,6 +16,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/flatten.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -25,35 +26,27 @@ template <class InputIt, class F>
 class FlatMapIterator {
   using In = typename InputIt::value_type;
   using Inner = std::decay_t<std::invoke_result_t<F&, In&&>>;
-  using InnerIt = detail::child_iterator_t<Inner>;
 
  public:
   using value_type = typename Inner::element_type;
 
   /// `ctx` is the context the datasets f returns are iterated in.
   FlatMapIterator(InputIt input, F f, IteratorContext ctx)
-      : input_(std::move(input)), f_(std::move(f)), ctx_(std::move(ctx)) {}
+      : input_(std::move(input)), f_(std::move(f)), datasets_(std::move(ctx), " (each input)") {}
 
   std::optional<value_type> next() {
-    for (;;) {
-      if (current_) {
-        if (std::optional<value_type> x = current_->next()) return x;
-        current_.reset();
-        detail::throw_if_cancelled(ctx_.cancellation);  // a long run of empty datasets
-      }
+    return datasets_.next([&]() -> std::optional<Inner> {
       std::optional<In> x = detail::next_counted(input_, index_);
       if (!x) return std::nullopt;
       const std::int64_t index = index_++;
-      current_.emplace(detail::child_iterator(
-          detail::invoke_user("flat_map", index, f_, std::move(*x)), ctx_, " (each input)"));
-    }
+      return detail::invoke_user("flat_map", index, f_, std::move(*x));
+    });
   }
 
  private:
   InputIt input_;
   F f_;
-  IteratorContext ctx_;
-  std::optional<InnerIt> current_;  // the open dataset's iterator
+  detail::Flattener<Inner> datasets_;
   std::int64_t index_ = 0;
 };
 

@@ -28,6 +28,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/flatten.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 #include "ingest/runtime/window_groups.hpp"
@@ -44,7 +45,6 @@ template <class InputIt, class KeyFn, class ReduceFn, class SizeFn>
 class GroupByWindowIterator {
   using In = typename InputIt::value_type;
   using Inner = detail::group_reduce_t<ReduceFn, In>;
-  using InnerIt = detail::child_iterator_t<Inner>;
 
  public:
   using value_type = typename Inner::element_type;
@@ -55,29 +55,21 @@ class GroupByWindowIterator {
       : groups_(std::move(input), std::move(key_fn), std::move(size_fn), "group_by_window",
                 ctx.cancellation),
         reduce_fn_(std::move(reduce_fn)),
-        ctx_(std::move(ctx)) {}
+        datasets_(std::move(ctx), " (each window)") {}
 
   std::optional<value_type> next() {
-    for (;;) {
-      if (current_) {
-        if (std::optional<value_type> x = current_->next()) return x;
-        current_.reset();
-        detail::throw_if_cancelled(ctx_.cancellation);  // a long run of empty datasets
-      }
+    return datasets_.next([&]() -> std::optional<Inner> {
       std::optional<detail::GroupWindow<In>> w = groups_.next();
       if (!w) return std::nullopt;
-      current_.emplace(
-          detail::child_iterator(detail::invoke_user("group_by_window", w->first, reduce_fn_,
-                                                     w->key, std::move(w->elements)),
-                                 ctx_, " (each window)"));
-    }
+      return detail::invoke_user("group_by_window", w->first, reduce_fn_, w->key,
+                                 std::move(w->elements));
+    });
   }
 
  private:
   detail::WindowGroups<InputIt, KeyFn, SizeFn> groups_;
   ReduceFn reduce_fn_;
-  IteratorContext ctx_;
-  std::optional<InnerIt> current_;  // the iterator of the last window's dataset
+  detail::Flattener<Inner> datasets_;
 };
 
 template <class Input, class KeyFn, class ReduceFn, class SizeFn>
