@@ -7,8 +7,8 @@
 
 #include "ingest/core/allocator.hpp"
 #include "ingest/core/batch_traits.hpp"
-#include "ingest/core/crc32c.hpp"
 #include "ingest/core/context.hpp"
+#include "ingest/core/crc32c.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/dtype.hpp"
 #include "ingest/core/errors.hpp"

@@ -79,7 +79,8 @@ TEST_CASE("state fields round trip", "[core][state]") {
   CHECK_NOTHROW(r.finish());
 }
 
-TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian", "[core][state]") {
+TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian",
+          "[core][state]") {
   StateWriter w;
   w.write_u32(0x01020304);
   const IteratorState s(0x1122334455667788ull, w.bytes());
@@ -186,7 +187,8 @@ TEST_CASE("a section of another stage names both and the byte", "[core][state]")
     r.section("batch", [] {});
     FAIL("no error");
   } catch (const DataLossError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("checkpoint: expected stage 'batch' at byte 24, found 'map'"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("checkpoint: expected stage 'batch' at byte 24, found 'map'"));
   }
   // The nested section is checked too.
   StateReader r2(s.payload(), IteratorState::header_bytes);

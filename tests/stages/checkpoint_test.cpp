@@ -96,16 +96,13 @@ TEST_CASE("checkpoint: repeat(3) over list_files reshuffled each epoch", "[stage
   TempDir dir;
   for (const char* name : {"a", "b", "c", "d", "e", "f"}) write_file(dir / name, name);
   const std::string pattern = dir / "*";
-  const auto make = [&] {
-    return list_files(pattern, {.shuffle = true, .seed = 7}).repeat(3);
-  };
+  const auto make = [&] { return list_files(pattern, {.shuffle = true, .seed = 7}).repeat(3); };
   // The epochs really are in different orders.
   const auto all = collect(make());
   REQUIRE(all.size() == 18);
-  CHECK_FALSE((std::vector(all.begin(), all.begin() + 6) ==
-               std::vector(all.begin() + 6, all.begin() + 12) &&
-               std::vector(all.begin() + 6, all.begin() + 12) ==
-               std::vector(all.begin() + 12, all.end())));
+  CHECK_FALSE((
+      std::vector(all.begin(), all.begin() + 6) == std::vector(all.begin() + 6, all.begin() + 12) &&
+      std::vector(all.begin() + 6, all.begin() + 12) == std::vector(all.begin() + 12, all.end())));
   check_restore_everywhere(make);
   // Without reshuffling, and sorted.
   check_restore_everywhere([&] {
@@ -115,9 +112,27 @@ TEST_CASE("checkpoint: repeat(3) over list_files reshuffled each epoch", "[stage
   check_restore_everywhere([&] { return list_files(pattern).repeat(2).take(9); });
 }
 
+TEST_CASE("checkpoint: shard, ignore_errors, with_options", "[stages][checkpoint]") {
+  check_restore_everywhere([] { return range(23).shard(4, 1); });
+  check_restore_everywhere([] {
+    return range(15)
+        .map([](std::int64_t x) {
+          if (x % 4 == 1) throw std::runtime_error("bad");
+          return x;
+        })
+        .ignore_errors()
+        .batch(2);
+  });
+  check_restore_everywhere([] { return range(9).batch(2).with_options({.autotune = false}); });
+  // with_options' input is part of the fingerprint.
+  const auto s = range(9).with_options({}).iterator().save();
+  CHECK_THROWS_AS(range(8).with_options({}).iterator(s), InvalidArgument);
+}
+
 TEST_CASE("checkpoint: repeat of range across epochs", "[stages][checkpoint]") {
   check_restore_everywhere([] { return range(4).repeat(3).batch(5); });
-  check_restore_everywhere([] { return range(3).map([](std::int64_t x) { return -x; }).repeat(2); });
+  check_restore_everywhere(
+      [] { return range(3).map([](std::int64_t x) { return -x; }).repeat(2); });
 }
 
 TEST_CASE("checkpoint: tfrecord files, plain, GZIP and memory-mapped", "[stages][checkpoint]") {
@@ -142,9 +157,8 @@ TEST_CASE("checkpoint: text_lines", "[stages][checkpoint]") {
   write_file(dir / "two.txt", "delta\nepsilon\n");
   write_file(dir / "three.txt.gz", gzip_bytes("zeta\neta\ntheta\n"));
   check_restore_everywhere([&] { return text_lines({dir / "one.txt", dir / "two.txt"}); });
-  check_restore_everywhere([&] {
-    return text_lines(dir / "three.txt.gz", {.compression = Compression::gzip});
-  });
+  check_restore_everywhere(
+      [&] { return text_lines(dir / "three.txt.gz", {.compression = Compression::gzip}); });
 }
 
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
@@ -180,10 +194,12 @@ TEST_CASE("checkpoint: a state of another pipeline is InvalidArgument", "[stages
 }
 
 TEST_CASE("checkpoint: a stage that cannot be saved yet is named", "[stages][checkpoint]") {
-  auto shuffled = range(10).shuffle(4, {.seed = 1}).map([](std::int64_t x) { return x; }).iterator();
+  auto shuffled =
+      range(10).shuffle(4, {.seed = 1}).map([](std::int64_t x) { return x; }).iterator();
   shuffled.next();
   CHECK_THROWS_AS(shuffled.save(), Unimplemented);
-  CHECK_THROWS_WITH(shuffled.save(), Catch::Contains("checkpoint: stage 'shuffle' cannot be saved yet"));
+  CHECK_THROWS_WITH(shuffled.save(),
+                    Catch::Contains("checkpoint: stage 'shuffle' cannot be saved yet"));
   auto prefetched = range(10).prefetch(2).iterator();
   prefetched.next();
   CHECK_THROWS_WITH(prefetched.save(), Catch::Contains("stage 'prefetch' cannot be saved yet"));
@@ -204,7 +220,8 @@ TEST_CASE("checkpoint: restoring at the end yields nothing", "[stages][checkpoin
   CHECK_FALSE(restored.next().has_value());
 }
 
-TEST_CASE("checkpoint: corrupt states and changed files are DataLossError", "[stages][checkpoint]") {
+TEST_CASE("checkpoint: corrupt states and changed files are DataLossError",
+          "[stages][checkpoint]") {
   TempDir dir;
   const std::string file = dir / "data.tfrecord";
   write_file(file, frame_records(sample_payloads(6)));
@@ -215,7 +232,8 @@ TEST_CASE("checkpoint: corrupt states and changed files are DataLossError", "[st
   auto bytes = std::vector<std::byte>(state.bytes().begin(), state.bytes().end());
   bytes[bytes.size() - 6] ^= std::byte{1};
   CHECK_THROWS_AS(IteratorState::from_bytes(bytes), DataLossError);
-  write_file(dir / "bad-state", std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  write_file(dir / "bad-state",
+             std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   CHECK_THROWS_WITH(read_state(dir / "bad-state"), Catch::Contains("bad-state"));
   CHECK_THROWS_AS(read_state(dir / "missing-state"), IoError);
 

@@ -83,8 +83,8 @@ concept map_fusing_iterator = requires(It& it, std::span<U> out, F& f, std::exce
 
 /// An iterator that can save its position and restore it (see above).
 template <class It>
-concept checkpointable_iterator =
-    iterator<It> && requires(const It& c, It& it, StateWriter& w, StateReader& r) {
+concept checkpointable_iterator = iterator<It> &&
+    requires(const It& c, It& it, StateWriter& w, StateReader& r) {
   c.save(w);
   it.restore(r);
 };

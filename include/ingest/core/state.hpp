@@ -102,7 +102,9 @@ class StateWriter {
     write_u64(b.size());
     out_.insert(out_.end(), b.begin(), b.end());
   }
-  void write_string(std::string_view s) { write_bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+  void write_string(std::string_view s) {
+    write_bytes(std::as_bytes(std::span(s.data(), s.size())));
+  }
 
   /// A stage's section: its name, then what `body` writes (the stage's own
   /// fields, then its input's section).
@@ -114,7 +116,8 @@ class StateWriter {
     const std::size_t start = out_.size();
     std::forward<F>(body)();
     const std::uint64_t length = out_.size() - start;
-    for (int i = 0; i < 8; ++i) out_[length_at + i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
+    for (int i = 0; i < 8; ++i)
+      out_[length_at + i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
   }
 
   std::size_t size() const noexcept { return out_.size(); }

@@ -145,7 +145,7 @@ class FileSequenceIterator {
   }
 
  private:
-  static constexpr bool seekable = requires(Reader& reader, const Reader& c) {
+  static constexpr bool seekable = requires(Reader & reader, const Reader& c) {
     { c.offset() } -> std::convertible_to<std::uint64_t>;
     reader.seek(std::uint64_t{});
   };
