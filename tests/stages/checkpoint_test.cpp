@@ -83,6 +83,16 @@ TEST_CASE("checkpoint: range -> map -> filter -> batch with a remainder", "[stag
   check_restore_everywhere([] { return range(17).batch(5, {.drop_remainder = true}); });
 }
 
+TEST_CASE("checkpoint: padded_batch of ragged vectors", "[stages][checkpoint]") {
+  check_restore_everywhere([] {
+    return range(11)
+        .map([](std::int64_t n) {
+          return std::vector<std::int64_t>(static_cast<std::size_t>(n % 4), n);
+        })
+        .padded_batch(3);
+  });
+}
+
 TEST_CASE("checkpoint: take, skip, enumerate, from_vector", "[stages][checkpoint]") {
   check_restore_everywhere([] { return range(20).skip(3).take(12); });
   check_restore_everywhere([] { return range(5, 40, 3).take(100).skip(2).enumerate(10); });
