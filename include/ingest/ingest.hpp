@@ -8,6 +8,7 @@
 #include "ingest/core/allocator.hpp"
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/context.hpp"
+#include "ingest/core/crc32c.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/dtype.hpp"
 #include "ingest/core/errors.hpp"
@@ -18,6 +19,7 @@
 #include "ingest/core/random.hpp"
 #include "ingest/core/serializer.hpp"
 #include "ingest/core/shape.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/core/tensor.hpp"
 #include "ingest/formats/compression.hpp"
 #include "ingest/formats/crc32c.hpp"
@@ -70,6 +72,7 @@
 #include "ingest/stages/window.hpp"
 #include "ingest/stages/with_options.hpp"
 #include "ingest/stages/zip.hpp"
+#include "ingest/storage/state_file.hpp"
 
 /// The library version.
 #define INGEST_VERSION_MAJOR 0

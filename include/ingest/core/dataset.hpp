@@ -29,6 +29,7 @@
 #include "ingest/core/options.hpp"
 #include "ingest/core/random.hpp"
 #include "ingest/core/serializer.hpp"
+#include "ingest/core/state.hpp"
 
 namespace ingest {
 
@@ -210,6 +211,9 @@ namespace detail {
 /// which every source and stage header includes.
 template <class D>
 auto make_pipeline_iterator(const D& d);
+/// The same, restored to `state` (a pass resumed where it was saved).
+template <class D>
+auto make_pipeline_iterator(const D& d, const IteratorState& state);
 }  // namespace detail
 
 template <class Derived, class T>
@@ -219,6 +223,14 @@ class DatasetBase {
 
   /// Starts a pass over the dataset.
   auto iterator() const { return detail::make_pipeline_iterator(self()); }
+  /// Resumes a pass where `state` (PipelineIterator::save(), possibly in
+  /// another process) was saved: the elements that follow are those the
+  /// saved iterator would have produced. Throws InvalidArgument if the state
+  /// was saved from a different pipeline (stage kinds or parameters),
+  /// DataLossError if it is corrupt, Unimplemented if a stage cannot restore.
+  auto iterator(const IteratorState& state) const {
+    return detail::make_pipeline_iterator(self(), state);
+  }
 
   /// The number of elements of one pass when known without iterating (>= 0),
   /// else infinite_cardinality or unknown_cardinality (tf:

@@ -100,6 +100,8 @@ INGEST_DEFINE_ERROR(FunctionError)
 INGEST_DEFINE_ERROR(Unavailable)
 /// A broken invariant inside ingest; please report it.
 INGEST_DEFINE_ERROR(InternalError)
+/// An operation ingest does not support (yet), e.g. saving a stage's state.
+INGEST_DEFINE_ERROR(Unimplemented)
 
 #undef INGEST_DEFINE_ERROR
 

@@ -28,6 +28,25 @@
 // the input or when f throws. If f throws for an element, that element is
 // consumed, its exception is stored in `error`, and the count of elements
 // written before it is returned.
+//
+// Optional checkpoint protocol (core/state.hpp, Dataset::iterator(state)):
+//
+//   void save(StateWriter& w) const;   concept checkpointable_iterator
+//   void restore(StateReader& r);
+//
+// Save happens between calls of next(). A stage writes only its own
+// position and counters, then calls its input's save (the input is a Probe,
+// which wraps it in a section named after the input's stage); restore reads
+// the same fields in the same order on a freshly made iterator of the same
+// dataset. States are small by construction: never store an element that can
+// be recomputed from a position. A stage whose iterator has no save/restore
+// makes save() throw Unimplemented naming the stage, at run time (AnyDataset
+// erases types, so this cannot be a compile error). A dataset may implement
+//
+//   void fingerprint(Fingerprint& fp) const;
+//
+// adding its parameters (never user functions); its stage name and its
+// input's fingerprint are added by detail::fingerprint_of (runtime/probe.hpp).
 #pragma once
 
 #include <concepts>
@@ -38,6 +57,8 @@
 #include <optional>
 #include <span>
 #include <utility>
+
+#include "ingest/core/state.hpp"
 
 namespace ingest {
 
@@ -58,6 +79,14 @@ concept bulk_iterator = iterator<It> && requires(It& it, std::span<typename It::
 template <class It, class F, class U>
 concept map_fusing_iterator = requires(It& it, std::span<U> out, F& f, std::exception_ptr& e) {
   { it.fill_map(out, f, e) } -> std::same_as<std::size_t>;
+};
+
+/// An iterator that can save its position and restore it (see above).
+template <class It>
+concept checkpointable_iterator = iterator<It> &&
+    requires(const It& c, It& it, StateWriter& w, StateReader& r) {
+  c.save(w);
+  it.restore(r);
 };
 
 namespace detail {
@@ -128,6 +157,8 @@ template <class T>
 struct EmptyIterator {
   using value_type = T;
   std::optional<T> next() { return std::nullopt; }
+  void save(StateWriter&) const {}
+  void restore(StateReader&) {}
 };
 
 }  // namespace detail

@@ -268,6 +268,38 @@ class InputStream {
     return done;
   }
 
+  /// Moves a stream that has consumed nothing yet to `offset` of its
+  /// (decompressed) data, a checkpoint's position: a mapped or plain local
+  /// file jumps there; a compressed or remote stream reads up to it (GZIP and
+  /// ZLIB replay the file from its start). Throws DataLossError naming the
+  /// file if the data ends before `offset` (the file changed since the save).
+  void seek(std::uint64_t offset) {
+    auto shorter = [&] {
+      throw DataLossError("checkpoint: the file is shorter than the saved offset " +
+                              std::to_string(offset) + " (did it change?)",
+                          {.file = path(), .offset = offset});
+    };
+    if (offset < offset_) {
+      throw InternalError("InputStream::seek backwards", {.file = path(), .offset = offset});
+    }
+    if (mapped()) {
+      if (offset - offset_ > available()) shorter();
+      consume(static_cast<std::size_t>(offset - offset_));
+      return;
+    }
+    if (compression_ == Compression::none && available() == 0 && file_.has_size()) {
+      if (offset > file_.size()) shorter();
+      if (file_.seek(offset)) {
+        offset_ = offset;
+        return;
+      }
+    }
+    while (offset_ < offset) {
+      if (!fill(1)) shorter();
+      consume(static_cast<std::size_t>(std::min<std::uint64_t>(available(), offset - offset_)));
+    }
+  }
+
   /// Bytes left in the stream, when known (plain regular files).
   std::optional<std::uint64_t> remaining() const noexcept {
     if (mapped()) return available();

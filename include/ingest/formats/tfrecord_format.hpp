@@ -117,6 +117,10 @@ class TFRecordReader {
   const std::string& path() const noexcept { return stream_.path(); }
   /// Offset of the next record in the (decompressed) stream.
   std::uint64_t offset() const noexcept { return stream_.offset(); }
+  /// Continues at `offset`, a record's start that offset() returned (a
+  /// checkpoint's position), before anything was read. The record there is
+  /// verified as usual (its header CRC); see InputStream::seek for errors.
+  void seek(std::uint64_t offset) { stream_.seek(offset); }
 
  private:
   template <class F>

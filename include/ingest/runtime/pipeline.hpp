@@ -8,10 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/iterator.hpp"
 #include "ingest/core/logging.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/autotuner.hpp"
 #include "ingest/runtime/model.hpp"
 #include "ingest/runtime/probe.hpp"
@@ -37,8 +40,11 @@ class PipelineIterator {
  public:
   using value_type = typename It::value_type;
 
-  PipelineIterator(It it, std::shared_ptr<detail::Model> model)
-      : model_(std::move(model)), it_(std::move(it)) {}
+  /// `fingerprint` computes the pipeline's fingerprint (on the first save or
+  /// restore only: a long file list is hashed only when it is needed).
+  PipelineIterator(It it, std::shared_ptr<detail::Model> model,
+                   std::function<std::uint64_t()> fingerprint = {})
+      : model_(std::move(model)), it_(std::move(it)), fingerprint_fn_(std::move(fingerprint)) {}
   PipelineIterator(PipelineIterator&&) noexcept = default;
   PipelineIterator& operator=(PipelineIterator&&) = delete;
   ~PipelineIterator() {
@@ -67,6 +73,32 @@ class PipelineIterator {
     if (!started_) [[unlikely]]
       start();
     return it_.fill(out);
+  }
+
+  /// The iterator's position, to resume from with Dataset::iterator(state)
+  /// (in this process or another). Call between calls of next(). Throws
+  /// Unimplemented naming the first stage that cannot be saved yet.
+  IteratorState save() const {
+    StateWriter w;
+    it_.save(w);
+    return IteratorState(fingerprint(), w.bytes());
+  }
+  /// The fingerprint of the pipeline's description (what a state must match).
+  std::uint64_t fingerprint() const {
+    if (!fingerprint_) fingerprint_ = fingerprint_fn_ ? fingerprint_fn_() : 0;
+    return *fingerprint_;
+  }
+
+  /// Restores `state` into this fresh iterator (Dataset::iterator(state) does this).
+  void restore(const IteratorState& state) {
+    if (state.fingerprint() != fingerprint()) {
+      throw InvalidArgument("checkpoint was saved from a different pipeline (fingerprint " +
+                            hex(state.fingerprint()) + ", this pipeline " + hex(fingerprint()) +
+                            ")");
+    }
+    StateReader r(state.payload(), IteratorState::header_bytes);
+    it_.restore(r);
+    r.finish();
   }
 
   /// Per-stage statistics so far: elements, bytes, self time per element,
@@ -153,8 +185,17 @@ class PipelineIterator {
     model_->on_progress(detail::make_stats(*model_));
   }
 
+  static std::string hex(std::uint64_t v) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s(16, '0');
+    for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = digits[v & 15];
+    return s;
+  }
+
   std::shared_ptr<detail::Model> model_;
   It it_;
+  std::function<std::uint64_t()> fingerprint_fn_;
+  mutable std::optional<std::uint64_t> fingerprint_;
   std::unique_ptr<detail::Autotuner> tuner_;
   bool started_ = false;
   bool tracing_ = false;
@@ -173,7 +214,20 @@ auto make_pipeline_iterator(const D& d) {
   IteratorContext ctx;
   ctx.model = model;
   auto it = child_iterator(d, ctx);
-  return PipelineIterator<decltype(it)>(std::move(it), std::move(model));
+  std::function<std::uint64_t()> fingerprint;
+  if constexpr (std::is_copy_constructible_v<D>) {
+    fingerprint = [d] { return fingerprint_value(d); };
+  } else {
+    fingerprint = [value = fingerprint_value(d)] { return value; };
+  }
+  return PipelineIterator<decltype(it)>(std::move(it), std::move(model), std::move(fingerprint));
+}
+
+template <class D>
+auto make_pipeline_iterator(const D& d, const IteratorState& state) {
+  auto it = make_pipeline_iterator(d);
+  it.restore(state);
+  return it;
 }
 }  // namespace detail
 

@@ -25,7 +25,9 @@
 #include "ingest/core/clock.hpp"
 #include "ingest/core/context.hpp"
 #include "ingest/core/element_size.hpp"
+#include "ingest/core/errors.hpp"
 #include "ingest/core/iterator.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/core/tensor.hpp"
 #include "ingest/runtime/model.hpp"
 
@@ -77,7 +79,8 @@ class Probe {
  public:
   using value_type = typename It::value_type;
 
-  Probe(It it, StageNode* node, Model* model) : it_(std::move(it)), node_(node), model_(model) {
+  Probe(It it, StageNode* node, Model* model, std::string_view stage = "dataset")
+      : it_(std::move(it)), node_(node), model_(model), stage_(stage) {
     if (node_ && model_->tracing() && node_->batched.load(std::memory_order_relaxed)) {
       period_ = 1;
       every_call_ = true;
@@ -89,6 +92,7 @@ class Probe {
       : it_(std::move(o.it_)),
         node_(std::exchange(o.node_, nullptr)),
         model_(o.model_),
+        stage_(o.stage_),
         period_(o.period_),
         every_call_(o.every_call_),
         countdown_(o.countdown_),
@@ -139,6 +143,24 @@ class Probe {
 
   It& inner() noexcept { return it_; }
 
+  /// Saves the stage's iterator in a section named after the stage; throws
+  /// Unimplemented naming the stage if its iterator cannot be saved.
+  void save(StateWriter& w) const {
+    if constexpr (checkpointable_iterator<It>) {
+      w.section(stage_, [&] { it_.save(w); });
+    } else {
+      throw_not_checkpointable();
+    }
+  }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
+  void restore(StateReader& r) {
+    if constexpr (checkpointable_iterator<It>) {
+      r.section(stage_, [&] { it_.restore(r); });
+    } else {
+      throw_not_checkpointable();
+    }
+  }
+
  private:
   [[gnu::noinline]] std::optional<value_type> sampled_next() {
     const std::int64_t start = ticks();
@@ -188,9 +210,15 @@ class Probe {
     live_->store(elements_, std::memory_order_release);
   }
 
+  [[noreturn]] void throw_not_checkpointable() const {
+    throw Unimplemented("checkpoint: stage '" + std::string(stage_) + "' cannot be saved yet",
+                        {.stage = std::string(stage_)});
+  }
+
   It it_;
   StageNode* node_;
   Model* model_;
+  std::string_view stage_;  // the stage's name (static storage: a stage_name)
   std::int64_t period_ = 64;
   bool every_call_ = false;  // traced and batched: every call is measured
   std::int64_t countdown_ = 64;
@@ -206,7 +234,9 @@ class Probe {
 template <class D>
 Probe<iterator_t<D>> child_iterator(const D& input, const IteratorContext& ctx,
                                     std::string_view suffix = {}) {
-  if (!ctx.model) return Probe<iterator_t<D>>(input.make_iterator(ctx), nullptr, nullptr);
+  if (!ctx.model) {
+    return Probe<iterator_t<D>>(input.make_iterator(ctx), nullptr, nullptr, stage_name_of<D>());
+  }
   StageNode* node = ctx.model->template node<typename model_node_of<D>::type>(
       ctx.node, node_name_of(input) + std::string(suffix), node_traits_of<D>());
   IteratorContext inner = ctx;
@@ -218,7 +248,25 @@ Probe<iterator_t<D>> child_iterator(const D& input, const IteratorContext& ctx,
   for (StageNode* in : ctx.model->inputs(node))
     batched |= in->batched.load(std::memory_order_relaxed);
   node->batched.store(batched, std::memory_order_relaxed);
-  return Probe<iterator_t<D>>(std::move(it), node, ctx.model.get());
+  return Probe<iterator_t<D>>(std::move(it), node, ctx.model.get(), stage_name_of<D>());
+}
+
+/// Adds dataset `d`'s description to `fp`: its stage name, its parameters
+/// (its fingerprint(Fingerprint&), where it has one) and its input's
+/// description (through input(), where it has one).
+template <class D>
+void fingerprint_of(const D& d, Fingerprint& fp) {
+  fp.add(stage_name_of<D>());
+  if constexpr (requires { d.fingerprint(fp); }) d.fingerprint(fp);
+  if constexpr (requires { d.input(); }) fingerprint_of(d.input(), fp);
+}
+
+/// The fingerprint of the pipeline ending in `d`.
+template <class D>
+std::uint64_t fingerprint_value(const D& d) {
+  Fingerprint fp;
+  fingerprint_of(d, fp);
+  return fp.value();
 }
 
 /// The type child_iterator returns for dataset D.

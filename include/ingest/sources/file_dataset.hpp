@@ -6,6 +6,7 @@
 // on one bad file), while other errors (a bad CSV field) skip only the record.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,7 +98,62 @@ class FileSequenceIterator {
     }
   }
 
+  /// Checkpoint: the next file's index, whether a file is open and the
+  /// offset of its next record, and the record count. Restore reopens that
+  /// file and continues at the offset (Reader::seek). Readers without
+  /// offset()/seek() (csv, fixed_length_records for now) cannot be saved.
+  void save(StateWriter& w) const {
+    if constexpr (seekable) {
+      w.write_u64(file_);
+      w.write_bool(reader_.has_value());
+      if (reader_) w.write_u64(reader_->offset());
+      w.write_i64(produced_);
+    } else {
+      (void)w;
+      throw_not_seekable();
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (seekable) {
+      const std::uint64_t at = r.offset();
+      const std::uint64_t file = r.read_u64();
+      const bool open_file = r.read_bool();
+      const std::uint64_t offset = open_file ? r.read_u64() : 0;
+      produced_ = r.read_i64();
+      if (file > paths_.size() || (open_file && file == 0)) {
+        throw DataLossError("checkpoint: file index " + std::to_string(file) + " of " +
+                                std::to_string(paths_.size()) + " files is out of range",
+                            {.stage = stage_, .offset = at});
+      }
+      file_ = static_cast<std::size_t>(file);
+      reader_.reset();
+      if (open_file) {
+        const std::string& path = paths_[file_ - 1];
+        try {
+          open(path);
+          reader_->seek(offset);
+        } catch (Error& e) {
+          reader_.reset();
+          e.add_context({.stage = stage_, .file = path});
+          throw;
+        }
+      }
+    } else {
+      (void)r;
+      throw_not_seekable();
+    }
+  }
+
  private:
+  static constexpr bool seekable = requires(Reader & reader, const Reader& c) {
+    { c.offset() } -> std::convertible_to<std::uint64_t>;
+    reader.seek(std::uint64_t{});
+  };
+  [[noreturn]] void throw_not_seekable() const {
+    throw Unimplemented("checkpoint: stage '" + std::string(stage_) + "' cannot be saved yet",
+                        {.stage = stage_});
+  }
+
   void open(const std::string& path) {
     const storage::ScopedTransferAccount account(node_);  // remote reads count for this stage
     if constexpr (std::is_constructible_v<Reader, const std::string&, const Options&,
@@ -153,6 +209,11 @@ class FileDataset
 
   const FileList& paths() const noexcept { return paths_; }
   const Options& options() const noexcept { return options_; }
+  /// The file list (a state names positions in it).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(paths_.size()));
+    for (const std::string& p : paths_.paths()) fp.add(p);
+  }
 
  private:
   FileList paths_;

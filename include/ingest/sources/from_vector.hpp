@@ -8,14 +8,17 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 
 namespace ingest {
@@ -37,6 +40,19 @@ class FromVectorIterator {
     std::copy_n(data_->begin() + static_cast<std::ptrdiff_t>(pos_), n, out.begin());
     pos_ += n;
     return n;
+  }
+
+  /// Checkpoint: the index of the next element.
+  void save(StateWriter& w) const { w.write_u64(pos_); }
+  void restore(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    const std::uint64_t pos = r.read_u64();
+    if (pos > data_->size()) {
+      throw DataLossError("checkpoint: from_vector position " + std::to_string(pos) +
+                              " is past its " + std::to_string(data_->size()) + " elements",
+                          {.stage = "from_vector", .offset = at});
+    }
+    pos_ = static_cast<std::size_t>(pos);
   }
 
   /// fill with `f` applied in the same loop (see iterator.hpp); f gets a copy.
@@ -77,6 +93,8 @@ class FromVectorDataset : public DatasetBase<FromVectorDataset<T>, T> {
   }
 
   std::int64_t cardinality() const { return static_cast<std::int64_t>(data_->size()); }
+  /// The element count (the elements themselves are not hashed).
+  void fingerprint(Fingerprint& fp) const { fp.add(static_cast<std::uint64_t>(data_->size())); }
 
  private:
   std::shared_ptr<const std::vector<T>> data_;

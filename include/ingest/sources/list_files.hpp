@@ -277,11 +277,46 @@ class ListFilesIterator {
 
   explicit ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths)
       : paths_(std::move(paths)) {}
-  ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths, std::uint64_t seed)
-      : paths_(std::move(paths)) {
+  /// Shuffled by `seed`; with `passes` (reshuffle_each_iteration), `seed` is
+  /// the base seed, this iterator's order is that of pass `pass`, and
+  /// `passes` is the dataset's pass counter (set on restore).
+  ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths, std::uint64_t seed,
+                    std::shared_ptr<std::atomic<std::uint64_t>> passes = nullptr,
+                    std::uint64_t pass = 0)
+      : paths_(std::move(paths)), seed_(seed), passes_(std::move(passes)), pass_(pass) {
     order_.resize(paths_->size());
-    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-    seeded_shuffle(order_, seed);
+    shuffle();
+  }
+
+  /// The seed of pass `pass` of a reshuffling list_files with base `seed`.
+  static std::uint64_t pass_seed(std::uint64_t seed, std::uint64_t pass) noexcept {
+    return seed ^ (pass + 1) * 0x9e3779b97f4a7c15ull;  // a distinct stream per pass
+  }
+
+  /// Checkpoint: the position and the pass (which reshuffle this order is).
+  /// Restore re-shuffles for that pass and sets the dataset's pass counter
+  /// after it, so the passes that follow reshuffle as they would have.
+  void save(StateWriter& w) const {
+    w.write_u64(pos_);
+    w.write_u64(pass_);
+  }
+  void restore(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    const std::uint64_t pos = r.read_u64();
+    const std::uint64_t pass = r.read_u64();
+    if (pos > paths_->size()) {
+      throw DataLossError("checkpoint: list_files position " + std::to_string(pos) +
+                              " is past its " + std::to_string(paths_->size()) + " files",
+                          {.stage = "list_files", .offset = at});
+    }
+    pos_ = static_cast<std::size_t>(pos);
+    if (passes_) {
+      if (pass != pass_) {
+        pass_ = pass;
+        shuffle();
+      }
+      passes_->store(pass + 1, std::memory_order_relaxed);
+    }
   }
 
   std::optional<std::string> next() {
@@ -292,9 +327,17 @@ class ListFilesIterator {
   }
 
  private:
+  void shuffle() {
+    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+    seeded_shuffle(order_, passes_ ? pass_seed(seed_, pass_) : seed_);
+  }
+
   std::shared_ptr<const std::vector<std::string>> paths_;
   std::vector<std::size_t> order_;  // empty: sorted order
   std::size_t pos_ = 0;
+  std::uint64_t seed_ = 0;
+  std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
+  std::uint64_t pass_ = 0;
 };
 
 }  // namespace detail
@@ -323,12 +366,20 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
 
   detail::ListFilesIterator make_iterator(const IteratorContext&) const {
     if (!options_.shuffle) return detail::ListFilesIterator(paths_);
-    std::uint64_t seed = *options_.seed;
     if (options_.reshuffle_each_iteration) {
-      const std::uint64_t epoch = epoch_->fetch_add(1, std::memory_order_relaxed);
-      seed ^= (epoch + 1) * 0x9e3779b97f4a7c15ull;  // a distinct stream per epoch
+      const std::uint64_t pass = epoch_->fetch_add(1, std::memory_order_relaxed);
+      return detail::ListFilesIterator(paths_, *options_.seed, epoch_, pass);
     }
-    return detail::ListFilesIterator(paths_, seed);
+    return detail::ListFilesIterator(paths_, *options_.seed);
+  }
+
+  /// The matched paths and the shuffle options (a seed drawn from the OS
+  /// differs between processes: such a state restores only into this dataset).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(paths_->size()));
+    for (const std::string& p : *paths_) fp.add(p);
+    fp.add(options_.shuffle).add(options_.reshuffle_each_iteration);
+    fp.add(options_.seed.value_or(0));
   }
 
   /// The matched paths, sorted.

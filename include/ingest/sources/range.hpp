@@ -50,6 +50,16 @@ class RangeIterator {
     return n;
   }
 
+  /// Checkpoint: the next value and the count left.
+  void save(StateWriter& w) const {
+    w.write_u64(next_);
+    w.write_u64(left_);
+  }
+  void restore(StateReader& r) {
+    next_ = r.read_u64();
+    left_ = r.read_u64();
+  }
+
   /// fill with `f` applied in the same loop (see iterator.hpp).
   template <class U, class F>
   std::size_t fill_map(std::span<U> out, F& f, std::exception_ptr& error) {
@@ -105,6 +115,8 @@ class RangeDataset : public DatasetBase<RangeDataset, std::int64_t> {
     if (step == 0) throw InvalidArgument("range: step must not be 0", {.stage = "range"});
   }
   RangeIterator make_iterator(const IteratorContext&) const { return {start_, stop_, step_}; }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(start_).add(stop_).add(step_); }
 
   std::int64_t cardinality() const {
     const std::int64_t span = step_ > 0 ? stop_ - start_ : start_ - stop_;

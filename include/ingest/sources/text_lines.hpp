@@ -35,6 +35,11 @@ class TextLineReader {
   TextLineReader(const std::string& path, const TextLineOptions& options)
       : stream_(path, options.compression, options.buffer_size, "text_lines") {}
 
+  /// Offset of the next line in the (decompressed) stream.
+  std::uint64_t offset() const noexcept { return stream_.offset(); }
+  /// Continues at `offset`, a line's start that offset() returned.
+  void seek(std::uint64_t offset) { stream_.seek(offset); }
+
   std::optional<std::string> read() {
     std::size_t scanned = 0;
     for (;;) {

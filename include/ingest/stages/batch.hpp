@@ -106,6 +106,20 @@ class BatchIterator {
     }
   }
 
+  /// Checkpoint: the input count and whether the input ended, then the input.
+  /// Between calls of next() a batch holds no partial batch (pending_ is
+  /// emptied before next() returns), so nothing else is stored.
+  void save(StateWriter& w) const {
+    w.write_i64(consumed_);
+    w.write_bool(done_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    consumed_ = r.read_i64();
+    done_ = r.read_bool();
+    input_.restore(r);
+  }
+
  private:
   // The bulk path's buffer, sized by capacity_: an impossible size is
   // InvalidArgument from the stage, not std::bad_alloc.
@@ -196,6 +210,8 @@ class BatchDataset
 
   std::int64_t batch_size() const noexcept { return batch_size_; }
   const BatchOptions& options() const noexcept { return options_; }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(batch_size_).add(options_.drop_remainder); }
 
   std::int64_t cardinality() const {
     return detail::batched_cardinality(this->input_cardinality(), batch_size_,

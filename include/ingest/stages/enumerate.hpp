@@ -34,6 +34,16 @@ class EnumerateIterator {
     return value_type(i, std::move(*x));
   }
 
+  /// Checkpoint: the next index, then the input.
+  void save(StateWriter& w) const {
+    w.write_i64(index_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    index_ = r.read_i64();
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   std::int64_t index_;
@@ -52,6 +62,8 @@ class EnumerateDataset
   auto make_stage_iterator(It input, const IteratorContext&) const {
     return EnumerateIterator<It>(std::move(input), start_);
   }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(start_); }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }
 

@@ -33,6 +33,16 @@ class FilterIterator {
     return std::nullopt;
   }
 
+  /// Checkpoint: the input index, then the input.
+  void save(StateWriter& w) const {
+    w.write_i64(index_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    index_ = r.read_i64();
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   Pred pred_;

@@ -50,6 +50,16 @@ class IgnoreErrorsIterator {
   /// Errors this iterator dropped.
   std::int64_t ignored_errors() const noexcept { return ignored_; }
 
+  /// Checkpoint: the count of dropped errors, then the input.
+  void save(StateWriter& w) const {
+    w.write_i64(ignored_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    ignored_ = r.read_i64();
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   std::shared_ptr<std::atomic<std::int64_t>> total_;

@@ -98,6 +98,22 @@ class MapIterator {
     return n;
   }
 
+  /// Checkpoint: the input index, then the input. Inputs read ahead by fill()
+  /// after an element's error are not stored: such a state throws.
+  void save(StateWriter& w) const {
+    if (deferred_ || pending_ < buffered_) {
+      throw Unimplemented(
+          "checkpoint: stage 'map' cannot be saved while an element's error is pending",
+          {.stage = "map"});
+    }
+    w.write_i64(index_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    index_ = r.read_i64();
+    input_.restore(r);
+  }
+
  private:
   // Inputs are read ahead at most this many at a time.
   static constexpr std::size_t chunk = std::clamp<std::size_t>(4096 / sizeof(input_type), 8, 512);

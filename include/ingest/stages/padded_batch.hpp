@@ -80,6 +80,20 @@ class PaddedBatchIterator {
     }
   }
 
+  /// Checkpoint: the input count and whether the input ended, then the
+  /// input. Between calls a padded batch holds no partial batch (elements_
+  /// only lives within one next()), so nothing else is stored.
+  void save(StateWriter& w) const {
+    w.write_i64(consumed_);
+    w.write_bool(done_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    consumed_ = r.read_i64();
+    done_ = r.read_bool();
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   std::size_t batch_size_;
@@ -118,6 +132,8 @@ class PaddedBatchDataset
     return PaddedBatchIterator<It>(std::move(input), static_cast<std::size_t>(batch_size_),
                                    options_, ctx.allocator, ctx.cancellation);
   }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(batch_size_).add(options_.drop_remainder); }
 
   std::int64_t cardinality() const {
     return detail::batched_cardinality(this->input_cardinality(), batch_size_,

@@ -55,6 +55,27 @@ class RepeatIterator {
     return n;
   }
 
+  /// Checkpoint: the epoch number and flags, then the current epoch's input
+  /// (if one is open). Restore re-creates the input for that epoch (so its
+  /// per-epoch reshuffle or seeds match) and restores its position.
+  void save(StateWriter& w) const {
+    w.write_i64(epoch_);
+    w.write_bool(produced_);
+    w.write_bool(done_);
+    w.write_bool(current_.has_value());
+    if (current_) current_->save(w);
+  }
+  void restore(StateReader& r) {
+    epoch_ = r.read_i64();
+    produced_ = r.read_bool();
+    done_ = r.read_bool();
+    current_.reset();
+    if (r.read_bool()) {
+      current_.emplace(detail::child_iterator(input_, ctx_.for_repeat_pass(count_, epoch_)));
+      current_->restore(r);
+    }
+  }
+
  private:
   // Ensures an epoch is running; false when all epochs are done.
   bool start_epoch() {
@@ -90,6 +111,9 @@ class RepeatDataset : public DatasetBase<RepeatDataset<Input>, typename Input::e
   auto make_iterator(const IteratorContext& ctx) const {
     return RepeatIterator<Input>(input_, count_, ctx);
   }
+
+  const Input& input() const noexcept { return input_; }
+  void fingerprint(Fingerprint& fp) const { fp.add(count_); }
 
   std::int64_t cardinality() const {
     const std::int64_t n = detail::cardinality_of(input_);

@@ -48,6 +48,18 @@ class ShardIterator {
     }
   }
 
+  /// Checkpoint: the input position and whether the input ended, then the input.
+  void save(StateWriter& w) const {
+    w.write_i64(position_);
+    w.write_bool(done_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    position_ = r.read_i64();
+    done_ = r.read_bool();
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   std::int64_t num_shards_, index_;
@@ -83,6 +95,8 @@ class ShardDataset
       return k / num_shards_ + (k % num_shards_ > index_);
     });
   }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(num_shards_).add(index_); }
 
  private:
   std::int64_t num_shards_, index_;

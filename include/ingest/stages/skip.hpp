@@ -38,6 +38,16 @@ class SkipIterator {
     return input_.fill(out);
   }
 
+  /// Checkpoint: the count still to skip, then the input.
+  void save(StateWriter& w) const {
+    w.write_i64(to_skip_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    to_skip_ = r.read_i64();
+    input_.restore(r);
+  }
+
  private:
   // False when the input ended while skipping (or everything is skipped).
   bool skip_ahead() {
@@ -72,6 +82,8 @@ class SkipDataset
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return SkipIterator<It>(std::move(input), count_, ctx.cancellation);
   }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(count_); }
 
   std::int64_t cardinality() const {
     const std::int64_t n = this->input_cardinality();

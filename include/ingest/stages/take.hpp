@@ -42,6 +42,16 @@ class TakeIterator {
     return got;
   }
 
+  /// Checkpoint: the count left, then the input.
+  void save(StateWriter& w) const {
+    w.write_i64(left_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    left_ = r.read_i64();
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   std::int64_t left_;  // -1: unlimited
@@ -61,6 +71,8 @@ class TakeDataset
   auto make_stage_iterator(It input, const IteratorContext&) const {
     return TakeIterator<It>(std::move(input), count_);
   }
+
+  void fingerprint(Fingerprint& fp) const { fp.add(count_); }
 
   std::int64_t cardinality() const {
     const std::int64_t n = this->input_cardinality();

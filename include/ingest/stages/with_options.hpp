@@ -66,6 +66,8 @@ class WithOptionsDataset
   }
 
   std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  /// The input (its description is the pipeline's fingerprint; options are not).
+  const Input& input() const noexcept { return input_; }
 
  private:
   Input input_;

@@ -149,6 +149,18 @@ class FileReader {
     return total;
   }
 
+  /// Moves the read position of a local file to `offset` (a checkpoint's
+  /// position); false for a URL (the caller reads up to it instead).
+  bool seek(std::uint64_t offset) {
+    if (remote_) return false;
+    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
+      throw IoError(std::string("seek failed: ") + std::strerror(errno),
+                    {.file = path_, .offset = offset});
+    }
+    position_ = offset;
+    return true;
+  }
+
   /// Reads up to n bytes at `offset` without moving the read position;
   /// returns fewer only at the end of the file. Throws IoError.
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) const {

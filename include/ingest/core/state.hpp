@@ -1,0 +1,313 @@
+// Checkpoint states: IteratorState (the bytes of a saved iterator),
+// StateWriter / StateReader (what stages write their positions with) and
+// Fingerprint (what identifies a pipeline's description). tf.data
+// counterpart: IteratorStateWriter / IteratorStateReader and the checkpoint
+// the iterator saves into.
+//
+// An IteratorState's bytes, all integers little-endian:
+//
+//   offset 0   "INGS"                         magic
+//   offset 4   u32 format version             (1)
+//   offset 8   u64 pipeline fingerprint
+//   offset 16  u64 payload length L
+//   offset 24  L bytes payload                what the stages wrote
+//   offset 24+L u32 CRC-32C of bytes [0, 24+L)
+//
+// The payload is a tree of sections, one per stage, outermost first:
+//   string stage name, u64 body length, body (the stage's own fields, then
+//   its input's section). Every read is bounds-checked against the bytes
+//   left in its section, and a length read from the state is checked against
+//   them before anything is allocated, so a corrupt or truncated state raises
+//   DataLossError naming the byte offset, never a crash or a huge allocation.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/crc32c.hpp"
+#include "ingest/core/errors.hpp"
+
+namespace ingest {
+
+/// A 64-bit fingerprint of a pipeline's description (stage kinds and
+/// parameters, never user functions): FNV-1a over what is added. Strings are
+/// added with their length, so ("ab", "c") and ("a", "bc") differ.
+class Fingerprint {
+ public:
+  Fingerprint& add(std::string_view s) noexcept {
+    add(static_cast<std::uint64_t>(s.size()));
+    mix(s.data(), s.size());
+    return *this;
+  }
+  Fingerprint& add(const char* s) noexcept { return add(std::string_view(s)); }
+  Fingerprint& add(const std::string& s) noexcept { return add(std::string_view(s)); }
+  Fingerprint& add(std::uint64_t v) noexcept {
+    unsigned char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+    mix(b, 8);
+    return *this;
+  }
+  Fingerprint& add(std::int64_t v) noexcept { return add(static_cast<std::uint64_t>(v)); }
+  Fingerprint& add(int v) noexcept { return add(static_cast<std::int64_t>(v)); }
+  Fingerprint& add(bool v) noexcept { return add(static_cast<std::uint64_t>(v ? 1 : 0)); }
+  Fingerprint& add(double v) noexcept { return add(std::bit_cast<std::uint64_t>(v)); }
+
+  std::uint64_t value() const noexcept { return h_; }
+
+ private:
+  void mix(const void* data, std::size_t n) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h_ ^= p[i];
+      h_ *= 0x100000001b3ull;
+    }
+  }
+  std::uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+namespace detail {
+[[noreturn]] inline void throw_state_error(const std::string& what, std::uint64_t offset) {
+  throw DataLossError("checkpoint: " + what + " at byte " + std::to_string(offset),
+                      {.offset = offset});
+}
+inline void put_le(std::vector<std::byte>& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
+}
+inline std::uint64_t get_le(const std::byte* p, int bytes) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+}  // namespace detail
+
+/// Writes a state's payload: fixed-width little-endian fields, length-prefixed
+/// strings, and one nested section per stage.
+class StateWriter {
+ public:
+  void write_u8(std::uint8_t v) { detail::put_le(out_, v, 1); }
+  void write_u32(std::uint32_t v) { detail::put_le(out_, v, 4); }
+  void write_u64(std::uint64_t v) { detail::put_le(out_, v, 8); }
+  void write_i64(std::int64_t v) { write_u64(static_cast<std::uint64_t>(v)); }
+  void write_double(double v) { write_u64(std::bit_cast<std::uint64_t>(v)); }
+  void write_bool(bool v) { write_u8(v ? 1 : 0); }
+  void write_bytes(std::span<const std::byte> b) {
+    write_u64(b.size());
+    out_.insert(out_.end(), b.begin(), b.end());
+  }
+  void write_string(std::string_view s) {
+    write_bytes(std::as_bytes(std::span(s.data(), s.size())));
+  }
+
+  /// A stage's section: its name, then what `body` writes (the stage's own
+  /// fields, then its input's section).
+  template <class F>
+  void section(std::string_view stage, F&& body) {
+    write_string(stage);
+    const std::size_t length_at = out_.size();
+    write_u64(0);
+    const std::size_t start = out_.size();
+    std::forward<F>(body)();
+    const std::uint64_t length = out_.size() - start;
+    for (int i = 0; i < 8; ++i)
+      out_[length_at + i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
+  }
+
+  std::size_t size() const noexcept { return out_.size(); }
+  const std::vector<std::byte>& bytes() const& noexcept { return out_; }
+  std::vector<std::byte> take() && noexcept { return std::move(out_); }
+
+ private:
+  std::vector<std::byte> out_;
+};
+
+/// Reads a payload StateWriter wrote. Every read is bounds-checked against
+/// the current section; errors are DataLossError naming the byte offset
+/// (counted from the start of the whole state when `base` is its payload's
+/// offset).
+class StateReader {
+ public:
+  explicit StateReader(std::span<const std::byte> payload, std::uint64_t base = 0)
+      : data_(payload), limit_(payload.size()), base_(base) {}
+
+  std::uint8_t read_u8() { return static_cast<std::uint8_t>(read_le(1, "u8")); }
+  std::uint32_t read_u32() { return static_cast<std::uint32_t>(read_le(4, "u32")); }
+  std::uint64_t read_u64() { return read_le(8, "u64"); }
+  std::int64_t read_i64() { return static_cast<std::int64_t>(read_le(8, "i64")); }
+  double read_double() { return std::bit_cast<double>(read_le(8, "double")); }
+  bool read_bool() {
+    const std::size_t at = pos_;
+    const std::uint8_t v = read_u8();
+    if (v > 1) detail::throw_state_error("bool field holds " + std::to_string(v), offset(at));
+    return v == 1;
+  }
+  std::vector<std::byte> read_bytes() {
+    const std::span<const std::byte> s = read_span();
+    return {s.begin(), s.end()};
+  }
+  std::string read_string() {
+    const std::span<const std::byte> s = read_span();
+    return {reinterpret_cast<const char*>(s.data()), s.size()};
+  }
+
+  /// Reads the section of `stage`: checks its name, runs `body` within its
+  /// bounds, and checks that body read all of it.
+  template <class F>
+  void section(std::string_view stage, F&& body) {
+    const std::size_t at = pos_;
+    const std::string found = read_string();
+    if (found != stage) {
+      throw DataLossError("checkpoint: expected stage '" + std::string(stage) + "' at byte " +
+                              std::to_string(offset(at)) + ", found '" + found + "'",
+                          {.stage = std::string(stage), .offset = offset(at)});
+    }
+    const std::size_t length_at = pos_;
+    const std::uint64_t length = read_u64();
+    if (length > limit_ - pos_) {
+      detail::throw_state_error("section of stage '" + found + "' has length " +
+                                    std::to_string(length) + ", more than the " +
+                                    std::to_string(limit_ - pos_) + " bytes left",
+                                offset(length_at));
+    }
+    const std::size_t outer = std::exchange(limit_, pos_ + static_cast<std::size_t>(length));
+    std::forward<F>(body)();
+    if (pos_ != limit_) {
+      detail::throw_state_error("stage '" + found + "' left " + std::to_string(limit_ - pos_) +
+                                    " bytes of its section unread",
+                                offset(pos_));
+    }
+    limit_ = outer;
+  }
+
+  /// Throws DataLossError unless every byte was read.
+  void finish() const {
+    if (pos_ != data_.size()) {
+      detail::throw_state_error(std::to_string(data_.size() - pos_) + " bytes left unread",
+                                offset(pos_));
+    }
+  }
+
+  /// Bytes left in the current section.
+  std::size_t remaining() const noexcept { return limit_ - pos_; }
+  /// The offset of the next read, from the start of the state.
+  std::uint64_t offset() const noexcept { return offset(pos_); }
+
+ private:
+  std::uint64_t offset(std::size_t pos) const noexcept { return base_ + pos; }
+
+  std::uint64_t read_le(int bytes, const char* what) {
+    if (static_cast<std::size_t>(bytes) > limit_ - pos_) {
+      detail::throw_state_error(std::string("truncated: a ") + what + " needs " +
+                                    std::to_string(bytes) + " bytes, " +
+                                    std::to_string(limit_ - pos_) + " left",
+                                offset(pos_));
+    }
+    const std::uint64_t v = detail::get_le(data_.data() + pos_, bytes);
+    pos_ += static_cast<std::size_t>(bytes);
+    return v;
+  }
+  std::span<const std::byte> read_span() {
+    const std::size_t at = pos_;
+    const std::uint64_t n = read_u64();
+    if (n > limit_ - pos_) {
+      detail::throw_state_error("length " + std::to_string(n) + " exceeds the " +
+                                    std::to_string(limit_ - pos_) + " bytes left",
+                                offset(at));
+    }
+    const std::span<const std::byte> s = data_.subspan(pos_, static_cast<std::size_t>(n));
+    pos_ += static_cast<std::size_t>(n);
+    return s;
+  }
+
+  std::span<const std::byte> data_;
+  std::size_t pos_ = 0;
+  std::size_t limit_;  // end of the current section
+  std::uint64_t base_;
+};
+
+/// A saved iterator: bytes with a magic, a format version, the pipeline's
+/// fingerprint, the stages' payload and a CRC-32C (see the layout above).
+/// A value type; `bytes()` is what write_state stores.
+class IteratorState {
+ public:
+  static constexpr std::uint32_t format_version = 1;
+  static constexpr std::size_t header_bytes = 24;
+  static constexpr std::size_t crc_bytes = 4;
+
+  IteratorState() : IteratorState(0, {}) {}
+  /// A state of `payload` (what the stages wrote) for the pipeline `fingerprint`.
+  IteratorState(std::uint64_t fingerprint, std::span<const std::byte> payload) {
+    bytes_.reserve(header_bytes + payload.size() + crc_bytes);
+    for (char c : std::string_view("INGS")) bytes_.push_back(static_cast<std::byte>(c));
+    detail::put_le(bytes_, format_version, 4);
+    detail::put_le(bytes_, fingerprint, 8);
+    detail::put_le(bytes_, payload.size(), 8);
+    bytes_.insert(bytes_.end(), payload.begin(), payload.end());
+    detail::put_le(bytes_, crc32c(bytes_.data(), bytes_.size()), 4);
+  }
+
+  /// Parses and validates `bytes`: magic, version, length and CRC. Throws
+  /// DataLossError naming what is wrong and its byte offset.
+  static IteratorState from_bytes(std::span<const std::byte> bytes) {
+    const std::size_t n = bytes.size();
+    if (n < header_bytes + crc_bytes) {
+      detail::throw_state_error("truncated state: " + std::to_string(n) + " bytes, at least " +
+                                    std::to_string(header_bytes + crc_bytes) + " expected",
+                                n);
+    }
+    if (std::memcmp(bytes.data(), "INGS", 4) != 0) {
+      detail::throw_state_error("not a checkpoint state (bad magic)", 0);
+    }
+    const auto version = static_cast<std::uint32_t>(detail::get_le(bytes.data() + 4, 4));
+    if (version != format_version) {
+      detail::throw_state_error("unsupported format version " + std::to_string(version) +
+                                    " (this build reads " + std::to_string(format_version) + ")",
+                                4);
+    }
+    const std::uint64_t length = detail::get_le(bytes.data() + 16, 8);
+    const std::size_t room = n - header_bytes - crc_bytes;
+    if (length > room) {
+      detail::throw_state_error("truncated state: payload length " + std::to_string(length) +
+                                    ", only " + std::to_string(room) + " bytes present",
+                                16);
+    }
+    if (length < room) {
+      detail::throw_state_error(std::to_string(room - length) + " unexpected bytes after the CRC",
+                                header_bytes + length + crc_bytes);
+    }
+    const std::size_t crc_at = header_bytes + static_cast<std::size_t>(length);
+    const auto stored = static_cast<std::uint32_t>(detail::get_le(bytes.data() + crc_at, 4));
+    if (crc32c(bytes.data(), crc_at) != stored) {
+      detail::throw_state_error("CRC-32C mismatch (corrupted state)", crc_at);
+    }
+    IteratorState s;
+    s.bytes_.assign(bytes.begin(), bytes.end());
+    return s;
+  }
+
+  /// The whole state, as write_state stores it.
+  std::span<const std::byte> bytes() const noexcept { return bytes_; }
+  /// The fingerprint of the pipeline it was saved from.
+  std::uint64_t fingerprint() const noexcept { return detail::get_le(bytes_.data() + 8, 8); }
+  /// What the stages wrote (StateReader's input).
+  std::span<const std::byte> payload() const noexcept {
+    return std::span(bytes_).subspan(header_bytes, bytes_.size() - header_bytes - crc_bytes);
+  }
+  std::size_t size() const noexcept { return bytes_.size(); }
+
+  friend bool operator==(const IteratorState& a, const IteratorState& b) {
+    return a.bytes_ == b.bytes_;
+  }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+}  // namespace ingest

@@ -1,0 +1,215 @@
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ingest/core/state.hpp>
+
+using namespace ingest;
+
+namespace {
+
+std::vector<std::byte> bytes_of(std::span<const std::byte> s) { return {s.begin(), s.end()}; }
+
+// The DataLossError's message, checked to name `needle`, and its offset.
+template <class F>
+std::uint64_t data_loss_offset(F f, const std::string& needle) {
+  try {
+    f();
+  } catch (const DataLossError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    REQUIRE(e.context().offset.has_value());
+    return *e.context().offset;
+  }
+  FAIL("no DataLossError");
+  return 0;
+}
+
+IteratorState sample_state() {
+  StateWriter w;
+  w.section("map", [&] {
+    w.write_i64(-7);
+    w.section("range", [&] {
+      w.write_u64(42);
+      w.write_string("hello");
+    });
+  });
+  return IteratorState(0x1234'5678'9abc'def0ull, w.bytes());
+}
+
+}  // namespace
+
+TEST_CASE("state fields round trip", "[core][state]") {
+  StateWriter w;
+  w.write_u8(250);
+  w.write_u32(0xdeadbeef);
+  w.write_i64(-5);
+  w.write_u64(~0ull);
+  w.write_double(2.5);
+  w.write_bool(true);
+  w.write_bool(false);
+  w.write_string("");
+  w.write_string("abc");
+  const std::vector<std::byte> blob{std::byte{1}, std::byte{0}, std::byte{255}};
+  w.write_bytes(blob);
+  w.section("batch", [&] { w.write_i64(3); });
+
+  const IteratorState s(99, w.bytes());
+  CHECK(s.fingerprint() == 99);
+  const IteratorState back = IteratorState::from_bytes(s.bytes());
+  CHECK(back == s);
+  StateReader r(back.payload());
+  CHECK(r.read_u8() == 250);
+  CHECK(r.read_u32() == 0xdeadbeef);
+  CHECK(r.read_i64() == -5);
+  CHECK(r.read_u64() == ~0ull);
+  CHECK(r.read_double() == 2.5);
+  CHECK(r.read_bool());
+  CHECK_FALSE(r.read_bool());
+  CHECK(r.read_string().empty());
+  CHECK(r.read_string() == "abc");
+  CHECK(r.read_bytes() == blob);
+  std::int64_t inner = 0;
+  r.section("batch", [&] { inner = r.read_i64(); });
+  CHECK(inner == 3);
+  CHECK_NOTHROW(r.finish());
+}
+
+TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian",
+          "[core][state]") {
+  StateWriter w;
+  w.write_u32(0x01020304);
+  const IteratorState s(0x1122334455667788ull, w.bytes());
+  const auto b = bytes_of(s.bytes());
+  REQUIRE(b.size() == 24 + 4 + 4);
+  CHECK(std::string(reinterpret_cast<const char*>(b.data()), 4) == "INGS");
+  CHECK(b[4] == std::byte{1});
+  CHECK(b[8] == std::byte{0x88});
+  CHECK(b[15] == std::byte{0x11});
+  CHECK(b[16] == std::byte{4});
+  CHECK(b[24] == std::byte{4});
+  CHECK(b[27] == std::byte{1});
+  const std::uint32_t crc = crc32c(b.data(), 28);
+  CHECK(b[28] == static_cast<std::byte>(crc & 0xff));
+  // The empty state is valid too.
+  CHECK(IteratorState::from_bytes(IteratorState().bytes()).payload().empty());
+}
+
+TEST_CASE("corrupt states raise DataLossError with the offset", "[core][state]") {
+  const auto good = bytes_of(sample_state().bytes());
+
+  SECTION("bad magic") {
+    auto b = good;
+    b[0] = std::byte{'X'};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "magic") == 0);
+  }
+  SECTION("unknown version") {
+    auto b = good;
+    b[4] = std::byte{2};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 2") == 4);
+  }
+  SECTION("a flipped payload byte fails the CRC") {
+    auto b = good;
+    b[30] ^= std::byte{0x40};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "CRC") == good.size() - 4);
+  }
+  SECTION("truncated anywhere") {
+    for (std::size_t n = 0; n < good.size(); ++n) {
+      INFO("truncated to " << n);
+      std::span<const std::byte> cut(good.data(), n);
+      CHECK_THROWS_AS(IteratorState::from_bytes(cut), DataLossError);
+    }
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(std::span(good).first(10)); },
+                           "truncated") == 10);
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(std::span(good).first(40)); },
+                           "payload length") == 16);
+  }
+  SECTION("trailing bytes") {
+    auto b = good;
+    b.push_back(std::byte{0});
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "unexpected bytes") ==
+          good.size());
+  }
+}
+
+TEST_CASE("state reads are bounds-checked before allocating", "[core][state]") {
+  SECTION("an oversized string length") {
+    StateWriter w;
+    w.write_u64(std::uint64_t{1} << 60);  // read back as a string's length
+    w.write_u32(0);
+    const IteratorState s(1, w.bytes());
+    StateReader r(s.payload(), IteratorState::header_bytes);
+    CHECK(data_loss_offset([&] { r.read_string(); }, "exceeds the 4 bytes left") == 24);
+  }
+  SECTION("a read past the end") {
+    StateWriter w;
+    w.write_u32(5);
+    StateReader r(w.bytes());
+    CHECK(r.read_u32() == 5);
+    CHECK(data_loss_offset([&] { r.read_u8(); }, "truncated") == 4);
+  }
+  SECTION("a read past its section") {
+    StateWriter w;
+    w.section("take", [&] { w.write_u32(1); });
+    w.write_u64(7);
+    StateReader r(w.bytes());
+    CHECK_THROWS_AS(r.section("take", [&] { r.read_u64(); }), DataLossError);
+  }
+  SECTION("a section left half read") {
+    StateWriter w;
+    w.section("take", [&] { w.write_u64(1); });
+    StateReader r(w.bytes());
+    CHECK(data_loss_offset([&] { r.section("take", [&] { r.read_u32(); }); }, "unread") ==
+          8 + 4 + 8 + 4);
+  }
+  SECTION("a bad bool") {
+    StateWriter w;
+    w.write_u8(7);
+    StateReader r(w.bytes());
+    CHECK(data_loss_offset([&] { r.read_bool(); }, "bool") == 0);
+  }
+  SECTION("unread bytes at the end") {
+    StateWriter w;
+    w.write_u64(1);
+    StateReader r(w.bytes());
+    CHECK(data_loss_offset([&] { r.finish(); }, "8 bytes left unread") == 0);
+  }
+}
+
+TEST_CASE("a section of another stage names both and the byte", "[core][state]") {
+  const IteratorState s = sample_state();
+  StateReader r(s.payload(), IteratorState::header_bytes);
+  try {
+    r.section("batch", [] {});
+    FAIL("no error");
+  } catch (const DataLossError& e) {
+    CHECK_THAT(e.what(),
+               Catch::Contains("checkpoint: expected stage 'batch' at byte 24, found 'map'"));
+  }
+  // The nested section is checked too.
+  StateReader r2(s.payload(), IteratorState::header_bytes);
+  CHECK_THROWS_WITH(r2.section("map",
+                               [&] {
+                                 r2.read_i64();
+                                 r2.section("from_vector", [] {});
+                               }),
+                    Catch::Contains("expected stage 'from_vector'") && Catch::Contains("'range'"));
+}
+
+TEST_CASE("fingerprints tell descriptions apart", "[core][state]") {
+  auto fp = [](auto... parts) {
+    Fingerprint f;
+    (f.add(parts), ...);
+    return f.value();
+  };
+  CHECK(fp("map", std::int64_t{3}) == fp("map", std::int64_t{3}));
+  CHECK(fp("map", std::int64_t{3}) != fp("map", std::int64_t{4}));
+  CHECK(fp("ab", "c") != fp("a", "bc"));
+  CHECK(fp("batch") != fp("take"));
+  CHECK(fp(true) != fp(false));
+  CHECK(Fingerprint().value() == 0xcbf29ce484222325ull);
+}

@@ -1,0 +1,259 @@
+// Checkpoints (issue 13, synchronous part): save at every position of small
+// pipelines, restore into a new iterator of a new dataset (directly, after a
+// round trip through bytes, and through write_state/read_state), and compare
+// the rest with the uninterrupted pass.
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/files.hpp"
+#include "support/records.hpp"
+#include "support/testing.hpp"
+
+using namespace ingest;
+using namespace ingest::testing;
+
+namespace {
+
+template <class It>
+auto drain(It& it) {
+  std::vector<typename It::value_type> out;
+  while (auto x = it.next()) out.push_back(std::move(*x));
+  return out;
+}
+
+/// For every k in 0..n: k elements, save, and the rest of a new iterator
+/// restored from the state (three ways) equals the uninterrupted tail.
+/// `make` builds the dataset afresh each time, as another process would.
+template <class Make>
+void check_restore_everywhere(Make make) {
+  const auto reference_ds = make();
+  const auto full = collect(reference_ds);
+  REQUIRE(!full.empty());
+  TempDir dir;
+  const std::string path = dir / "state";
+  for (std::size_t k = 0; k <= full.size(); ++k) {
+    INFO("saved after " << k << " of " << full.size() << " elements");
+    const auto ds = make();
+    auto it = ds.iterator();
+    for (std::size_t i = 0; i < k; ++i) REQUIRE(it.next().has_value());
+    const IteratorState state = it.save();
+    const decltype(full) tail(full.begin() + static_cast<std::ptrdiff_t>(k), full.end());
+
+    const auto ds1 = make();
+    auto restored = ds1.iterator(state);
+    CHECK(drain(restored) == tail);
+
+    const auto ds2 = make();
+    auto from_bytes = ds2.iterator(IteratorState::from_bytes(state.bytes()));
+    CHECK(drain(from_bytes) == tail);
+
+    write_state(path, state);
+    const auto ds3 = make();
+    auto from_file = ds3.iterator(read_state(path));
+    CHECK(drain(from_file) == tail);
+
+    // Saving does not disturb the saved iterator.
+    CHECK(drain(it) == tail);
+  }
+}
+
+std::vector<std::string> fixture_files() {
+  const std::string dir = std::string(INGEST_FIXTURES_DIR) + "/tfrecord/";
+  return {dir + "magenta__tfrecord_iterator_test.tfrecord",
+          dir + "pwnall-tfrecord__singles.tfrecords", dir + "tfrecord_lite__test.tfrecord"};
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: range -> map -> filter -> batch with a remainder", "[stages][checkpoint]") {
+  check_restore_everywhere([] {
+    return range(23)
+        .map([](std::int64_t x) { return x * 2; })
+        .filter([](std::int64_t x) { return x % 3 != 0; })
+        .batch(4);
+  });
+  // The bulk path (range fuses the map into its fill) and drop_remainder.
+  check_restore_everywhere(
+      [] { return range(17).map([](std::int64_t x) { return x + 1; }).batch(5); });
+  check_restore_everywhere([] { return range(17).batch(5, {.drop_remainder = true}); });
+}
+
+TEST_CASE("checkpoint: padded_batch of ragged vectors", "[stages][checkpoint]") {
+  check_restore_everywhere([] {
+    return range(11)
+        .map([](std::int64_t n) {
+          return std::vector<std::int64_t>(static_cast<std::size_t>(n % 4), n);
+        })
+        .padded_batch(3);
+  });
+}
+
+TEST_CASE("checkpoint: take, skip, enumerate, from_vector", "[stages][checkpoint]") {
+  check_restore_everywhere([] { return range(20).skip(3).take(12); });
+  check_restore_everywhere([] { return range(5, 40, 3).take(100).skip(2).enumerate(10); });
+  check_restore_everywhere([] {
+    return from_vector(std::vector<std::string>{"a", "b", "c", "d", "e"}).skip(1);
+  });
+  check_restore_everywhere([] { return range(6).take(-1).skip(0); });
+}
+
+TEST_CASE("checkpoint: repeat(3) over list_files reshuffled each epoch", "[stages][checkpoint]") {
+  TempDir dir;
+  for (const char* name : {"a", "b", "c", "d", "e", "f"}) write_file(dir / name, name);
+  const std::string pattern = dir / "*";
+  const auto make = [&] { return list_files(pattern, {.shuffle = true, .seed = 7}).repeat(3); };
+  // The epochs really are in different orders.
+  const auto all = collect(make());
+  REQUIRE(all.size() == 18);
+  CHECK_FALSE((
+      std::vector(all.begin(), all.begin() + 6) == std::vector(all.begin() + 6, all.begin() + 12) &&
+      std::vector(all.begin() + 6, all.begin() + 12) == std::vector(all.begin() + 12, all.end())));
+  check_restore_everywhere(make);
+  // Without reshuffling, and sorted.
+  check_restore_everywhere([&] {
+    return list_files(pattern, {.shuffle = true, .seed = 3, .reshuffle_each_iteration = false})
+        .repeat(2);
+  });
+  check_restore_everywhere([&] { return list_files(pattern).repeat(2).take(9); });
+}
+
+TEST_CASE("checkpoint: shard, ignore_errors, with_options", "[stages][checkpoint]") {
+  check_restore_everywhere([] { return range(23).shard(4, 1); });
+  check_restore_everywhere([] {
+    return range(15)
+        .map([](std::int64_t x) {
+          if (x % 4 == 1) throw std::runtime_error("bad");
+          return x;
+        })
+        .ignore_errors()
+        .batch(2);
+  });
+  check_restore_everywhere([] { return range(9).batch(2).with_options({.autotune = false}); });
+  // with_options' input is part of the fingerprint.
+  const auto s = range(9).with_options({}).iterator().save();
+  CHECK_THROWS_AS(range(8).with_options({}).iterator(s), InvalidArgument);
+}
+
+TEST_CASE("checkpoint: repeat of range across epochs", "[stages][checkpoint]") {
+  check_restore_everywhere([] { return range(4).repeat(3).batch(5); });
+  check_restore_everywhere(
+      [] { return range(3).map([](std::int64_t x) { return -x; }).repeat(2); });
+}
+
+TEST_CASE("checkpoint: tfrecord files, plain, GZIP and memory-mapped", "[stages][checkpoint]") {
+  check_restore_everywhere([] { return tfrecord(fixture_files()); });
+  check_restore_everywhere([] { return tfrecord(fixture_files(), {.memory_map = true}).batch(3); });
+  // GZIP: a restore replays the file up to the saved offset.
+  check_restore_everywhere([] {
+    return tfrecord({std::string(INGEST_FIXTURES_DIR) + "/tfrecord/tft-seq__data_tfrecord.gz",
+                     std::string(INGEST_FIXTURES_DIR) + "/tfrecord/tfx-tfjs__data.tfrecord.gz"},
+                    {.compression = Compression::gzip});
+  });
+  check_restore_everywhere([] {
+    return tfrecord(fixture_files(), {.buffer_size = 64}).map([](std::string s) {
+      return s.size();
+    });
+  });
+}
+
+TEST_CASE("checkpoint: text_lines", "[stages][checkpoint]") {
+  TempDir dir;
+  write_file(dir / "one.txt", "alpha\nbeta\r\n\ngamma");
+  write_file(dir / "two.txt", "delta\nepsilon\n");
+  write_file(dir / "three.txt.gz", gzip_bytes("zeta\neta\ntheta\n"));
+  check_restore_everywhere([&] { return text_lines({dir / "one.txt", dir / "two.txt"}); });
+  check_restore_everywhere(
+      [&] { return text_lines(dir / "three.txt.gz", {.compression = Compression::gzip}); });
+}
+
+TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
+  check_restore_everywhere([] {
+    AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });
+    return erased.skip(2).batch(3);
+  });
+  check_restore_everywhere([] { return AnyDataset<std::int64_t>(range(3)).repeat(2); });
+  // The fingerprint sees through the erasure.
+  const AnyDataset<std::int64_t> a = range(5);
+  const AnyDataset<std::int64_t> b = range(6);
+  CHECK_THROWS_AS(b.iterator(a.iterator().save()), InvalidArgument);
+  // An empty AnyDataset saves and restores too.
+  const AnyDataset<std::int64_t> empty;
+  CHECK_FALSE(empty.iterator(empty.iterator().save()).next().has_value());
+}
+
+TEST_CASE("checkpoint: a state of another pipeline is InvalidArgument", "[stages][checkpoint]") {
+  auto it = range(10).batch(2).iterator();
+  it.next();
+  const IteratorState state = it.save();
+  CHECK_NOTHROW(range(10).batch(2).iterator(state));
+  CHECK_THROWS_WITH(range(10).batch(3).iterator(state),
+                    Catch::Contains("checkpoint was saved from a different pipeline") &&
+                        Catch::Contains("this pipeline"));
+  CHECK_THROWS_AS(range(11).batch(2).iterator(state), InvalidArgument);
+  CHECK_THROWS_AS(range(10).take(5).batch(2).iterator(state), InvalidArgument);
+  CHECK_THROWS_AS(range(10).batch(2, {.drop_remainder = true}).iterator(state), InvalidArgument);
+  // A user function is not part of the fingerprint: another lambda restores.
+  const auto s2 = range(4).map([](std::int64_t x) { return x; }).iterator().save();
+  auto other = range(4).map([](std::int64_t x) { return x + 100; }).iterator(s2);
+  CHECK(drain(other) == std::vector<std::int64_t>{100, 101, 102, 103});
+}
+
+TEST_CASE("checkpoint: a stage that cannot be saved yet is named", "[stages][checkpoint]") {
+  auto shuffled =
+      range(10).shuffle(4, {.seed = 1}).map([](std::int64_t x) { return x; }).iterator();
+  shuffled.next();
+  CHECK_THROWS_AS(shuffled.save(), Unimplemented);
+  CHECK_THROWS_WITH(shuffled.save(),
+                    Catch::Contains("checkpoint: stage 'shuffle' cannot be saved yet"));
+  auto prefetched = range(10).prefetch(2).iterator();
+  prefetched.next();
+  CHECK_THROWS_WITH(prefetched.save(), Catch::Contains("stage 'prefetch' cannot be saved yet"));
+  // Through an erasure too; the iterator carries on after the failed save.
+  AnyDataset<std::int64_t> erased = range(5).shuffle(2, {.seed = 3});
+  auto it = erased.take(4).iterator();
+  CHECK_THROWS_WITH(it.save(), Catch::Contains("stage 'shuffle'"));
+  CHECK(drain(it).size() == 4);
+}
+
+TEST_CASE("checkpoint: restoring at the end yields nothing", "[stages][checkpoint]") {
+  const auto ds = range(3).map([](std::int64_t x) { return x; }).repeat(2);
+  auto it = ds.iterator();
+  drain(it);
+  const IteratorState state = it.save();
+  auto restored = ds.iterator(state);
+  CHECK_FALSE(restored.next().has_value());
+  CHECK_FALSE(restored.next().has_value());
+}
+
+TEST_CASE("checkpoint: corrupt states and changed files are DataLossError",
+          "[stages][checkpoint]") {
+  TempDir dir;
+  const std::string file = dir / "data.tfrecord";
+  write_file(file, frame_records(sample_payloads(6)));
+  auto it = tfrecord(file).iterator();
+  for (int i = 0; i < 4; ++i) it.next();
+  const IteratorState state = it.save();
+
+  auto bytes = std::vector<std::byte>(state.bytes().begin(), state.bytes().end());
+  bytes[bytes.size() - 6] ^= std::byte{1};
+  CHECK_THROWS_AS(IteratorState::from_bytes(bytes), DataLossError);
+  write_file(dir / "bad-state",
+             std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  CHECK_THROWS_WITH(read_state(dir / "bad-state"), Catch::Contains("bad-state"));
+  CHECK_THROWS_AS(read_state(dir / "missing-state"), IoError);
+
+  // The file shrank below the saved offset.
+  write_file(file, frame_records(sample_payloads(2)));
+  try {
+    tfrecord(file).iterator(state);
+    FAIL("no error");
+  } catch (const DataLossError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("shorter than the saved offset"));
+    CHECK(e.context().file == file);
+  }
+}
