@@ -129,6 +129,15 @@ class ParallelApply {
   }
   bool inline_mode() const noexcept { return inline_; }
 
+  /// Every chunk of a unit (`slots`) has run: it can be handed out. A
+  /// launch loop, having loaded one unit, stops loading once the unit needed
+  /// next is ready, so that pulling inputs that take long (a batch waiting
+  /// for its elements) does not hold back a result the consumer could have
+  /// (filling 33 slots with 6 ms batches delayed the first result by 200 ms);
+  /// each call still loads one, so the units in flight do not drain, and
+  /// they grow while the next one is not ready.
+  bool ready(std::span<const std::size_t> slots) const noexcept { return unit_done(slots); }
+
   /// An idle chunk slot, or `none`.
   std::size_t find_idle() const noexcept { return runner_->find_idle(); }
   /// Hands a loaded chunk to the pool.

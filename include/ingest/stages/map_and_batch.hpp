@@ -345,10 +345,12 @@ class MapAndBatchIterator {
     next_index_ += static_cast<std::int64_t>(k);
   }
 
-  // Loads batches and submits their chunks while the budget allows.
+  // Loads batches and submits their chunks while the budget allows, or
+  // until the batch to hand out next is ready (see ParallelApply::ready).
   void launch() {
     const std::size_t parallelism = engine_.parallelism();
-    while (!input_done_ && active_.size() < batches_.size()) {
+    for (bool loaded = false; !input_done_ && active_.size() < batches_.size(); loaded = true) {
+      if (loaded && engine_.ready(active_.front()->chunks)) return;
       Batch* b = nullptr;
       for (auto& candidate : batches_) {
         if (std::find(active_.begin(), active_.end(), candidate.get()) == active_.end()) {

@@ -211,10 +211,12 @@ class ParallelMapIterator {
     return std::optional<value_type>(std::move(block_[0]));
   }
 
-  // Loads and submits chunks until the in-flight budget is used.
+  // Loads and submits chunks until the in-flight budget is used, or the
+  // chunk to hand out next is ready (see ParallelApply::ready).
   void launch() {
     const std::size_t budget = std::min(engine_.slots() - 1, 2 * engine_.parallelism() + 1);
-    while (!input_done_ && inflight_.size() < budget) {
+    for (bool loaded = false; !input_done_ && inflight_.size() < budget; loaded = true) {
+      if (loaded && engine_.ready(std::span(&inflight_.front(), 1))) return;
       const std::size_t slot = engine_.find_idle();
       if (slot == Engine::none) return;
       Chunk& c = engine_.work(slot);
