@@ -5,7 +5,9 @@
 // (read-only). tf.data counterpart: TensorFlow's HTTP/GCS RandomAccessFile
 // with its block cache and RetryingFileSystem; AWS counterpart: the SDK's
 // ranged GetObject with If-Match. A RangedReader's read() is for one thread,
-// read_at() for any number; HttpScheme is thread-safe.
+// read_at() for any number; HttpScheme is thread-safe. The readahead (block
+// size, blocks in flight) of the readers a pipeline stage opens is that
+// stage's knobs, autotuned unless the options fix it (ReadaheadOptions).
 #pragma once
 
 #include <algorithm>
