@@ -343,6 +343,10 @@ ReadaheadLimits plenty() {
 TEST_CASE("readahead policy: grows in_flight while readers wait and the rate rises",
           "[autotune][readahead]") {
   ReadaheadState s;  // 2 x 1 MiB
+  // The first window (the first opens) only starts the measurements.
+  s = next_readahead(s, window(100, 2, 2, 0.9), plenty());
+  CHECK(s.in_flight == 2);
+  CHECK(s.measured);
   s = next_readahead(s, window(100, 10, 10, 0.9), plenty());
   CHECK(s.in_flight == 4);
   CHECK(s.grew == ReadaheadState::Grew::in_flight);
@@ -366,6 +370,7 @@ TEST_CASE("readahead policy: grows in_flight while readers wait and the rate ris
 
 TEST_CASE("readahead policy: readers that hardly wait get nothing more", "[autotune][readahead]") {
   ReadaheadState s;
+  s.measured = true;
   const ReadaheadState after = next_readahead(s, window(100, 10, 10, 0.05), plenty());
   CHECK(after.in_flight == s.in_flight);
   CHECK(after.block_bytes == s.block_bytes);
@@ -378,6 +383,7 @@ TEST_CASE("readahead policy: readers that hardly wait get nothing more", "[autot
 TEST_CASE("readahead policy: the block grows only when requests are latency-bound",
           "[autotune][readahead]") {
   ReadaheadState s;
+  s.measured = true;
   s.in_flight = 16;  // at its maximum
   // 1 MiB blocks, 16 in flight, 1600 requests in 100 ms: 1 ms a request,
   // 1 GiB/s per request: bandwidth-bound, the block stays.
@@ -394,6 +400,7 @@ TEST_CASE("readahead policy: never beyond the RAM budget", "[autotune][readahead
   // leaves no room for in_flight 4 (20 MiB).
   lim.ram_bytes = 16.0 * static_cast<double>(MiB);
   ReadaheadState s;
+  s.measured = true;
   s = next_readahead(s, window(100, 10, 10, 0.9, 4), lim);
   CHECK(s.in_flight == 2);
   CHECK(s.block_bytes == MiB);
@@ -414,6 +421,7 @@ TEST_CASE("readahead policy: fixed knobs are never changed", "[autotune][readahe
   ReadaheadLimits lim = plenty();
   lim.in_flight_tunable = false;
   ReadaheadState s;
+  s.measured = true;
   s.in_flight = 3;
   s = next_readahead(s, window(100, 10, 10, 0.9), lim);
   CHECK(s.in_flight == 3);

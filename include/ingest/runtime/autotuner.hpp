@@ -231,6 +231,7 @@ struct ReadaheadState {
   enum class Grew { none, in_flight, block };
   std::int64_t in_flight = RemoteReadahead::initial_in_flight;
   std::int64_t block_bytes = RemoteReadahead::initial_block_bytes;
+  bool measured = false;            ///< a window with requests was seen (the first only measures)
   Grew grew = Grew::none;           ///< the knob the last step grew, on trial
   std::int64_t grew_from = 0;       ///< its value before
   double rate_before = 0;           ///< bytes/s in the window before the growth
@@ -273,7 +274,8 @@ inline constexpr double readahead_latency_bound_rate = 64.0 * (1 << 20);
 ///     time from Little's law: open readers x in_flight x window / requests,
 ///     is under 64 MiB/s), double the block size (up to 16 MiB); only if
 ///     the result fits the RAM budget.
-/// A window with no reader open or fewer than 2 requests decides nothing.
+/// A window with no reader open or fewer than 2 requests decides nothing,
+/// nor does the first one with requests (it starts the measurements).
 inline ReadaheadState next_readahead(ReadaheadState s, const ReadaheadWindow& w,
                                      const ReadaheadLimits& lim) {
   using Grew = ReadaheadState::Grew;
@@ -300,6 +302,9 @@ inline ReadaheadState next_readahead(ReadaheadState s, const ReadaheadWindow& w,
     return s;
   }
   if (w.open_readers <= 0 || w.requests < 2 || w.seconds <= 0 || w.bytes <= 0) return s;
+  // The first window holds the first opens (one request each, waited for):
+  // its rate would make any growth after it look like a gain.
+  if (!std::exchange(s.measured, true)) return s;
   const double rate = static_cast<double>(w.bytes) / w.seconds;
   if (s.grew != Grew::none) {  // 2. judge the growth on trial
     const Grew grew = std::exchange(s.grew, Grew::none);
