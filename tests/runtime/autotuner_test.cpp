@@ -323,3 +323,112 @@ TEST_CASE(
   reader.join();
   CHECK(sane);
 }
+
+namespace {
+constexpr std::int64_t MiB = std::int64_t{1} << 20;
+// A window of `ms` milliseconds fetching `mib` MiB in `requests` requests by
+// `readers` readers that waited `wait_share` of it.
+ReadaheadWindow window(double ms, double mib, std::int64_t requests, double wait_share,
+                       std::int64_t readers = 1) {
+  return {ms / 1e3, static_cast<std::int64_t>(mib * static_cast<double>(MiB)), requests,
+          static_cast<std::int64_t>(wait_share * ms * 1e6), readers};
+}
+ReadaheadLimits plenty() {
+  ReadaheadLimits lim;
+  lim.ram_bytes = 1e12;
+  return lim;
+}
+}  // namespace
+
+TEST_CASE("readahead policy: grows in_flight while readers wait and the rate rises",
+          "[autotune][readahead]") {
+  ReadaheadState s;  // 2 x 1 MiB
+  // The first window (the first opens) only starts the measurements.
+  s = next_readahead(s, window(100, 2, 2, 0.9), plenty());
+  CHECK(s.in_flight == 2);
+  CHECK(s.measured);
+  s = next_readahead(s, window(100, 10, 10, 0.9), plenty());
+  CHECK(s.in_flight == 4);
+  CHECK(s.grew == ReadaheadState::Grew::in_flight);
+  // The rate doubled: kept; the next step grows again.
+  s = next_readahead(s, window(100, 20, 20, 0.8), plenty());
+  CHECK(s.in_flight == 4);
+  CHECK(s.grew == ReadaheadState::Grew::none);
+  s = next_readahead(s, window(100, 20, 20, 0.8), plenty());
+  CHECK(s.in_flight == 8);
+  // No gain: back to 4, held for 2 steps, during which the block may grow
+  // (20 MiB in 20 requests of 4 in flight over 100 ms: 20 ms a request,
+  // 50 MiB/s per request: latency-bound).
+  s = next_readahead(s, window(100, 20.5, 20, 0.8), plenty());
+  CHECK(s.in_flight == 4);
+  CHECK(s.hold_in_flight == 2);
+  s = next_readahead(s, window(100, 20, 20, 0.8), plenty());
+  CHECK(s.in_flight == 4);
+  CHECK(s.block_bytes == 2 * MiB);
+  CHECK(s.grew == ReadaheadState::Grew::block);
+}
+
+TEST_CASE("readahead policy: readers that hardly wait get nothing more", "[autotune][readahead]") {
+  ReadaheadState s;
+  s.measured = true;
+  const ReadaheadState after = next_readahead(s, window(100, 10, 10, 0.05), plenty());
+  CHECK(after.in_flight == s.in_flight);
+  CHECK(after.block_bytes == s.block_bytes);
+  CHECK(after.grew == ReadaheadState::Grew::none);
+  // No reader open, or too few requests: no decision either.
+  CHECK(next_readahead(s, window(100, 10, 10, 0.9, 0), plenty()).in_flight == s.in_flight);
+  CHECK(next_readahead(s, window(100, 1, 1, 0.9), plenty()).in_flight == s.in_flight);
+}
+
+TEST_CASE("readahead policy: the block grows only when requests are latency-bound",
+          "[autotune][readahead]") {
+  ReadaheadState s;
+  s.measured = true;
+  s.in_flight = 16;  // at its maximum
+  // 1 MiB blocks, 16 in flight, 1600 requests in 100 ms: 1 ms a request,
+  // 1 GiB/s per request: bandwidth-bound, the block stays.
+  CHECK(next_readahead(s, window(100, 1600, 1600, 0.5), plenty()).block_bytes == MiB);
+  // 80 requests in 100 ms: 20 ms a request, 50 MiB/s: latency-bound.
+  CHECK(next_readahead(s, window(100, 80, 80, 0.5), plenty()).block_bytes == 2 * MiB);
+  s.block_bytes = 16 * MiB;  // at its maximum
+  CHECK(next_readahead(s, window(100, 80, 5, 0.5), plenty()).block_bytes == 16 * MiB);
+}
+
+TEST_CASE("readahead policy: never beyond the RAM budget", "[autotune][readahead]") {
+  ReadaheadLimits lim = plenty();
+  // 4 readers x (2 + 1) blocks x 1 MiB = 12 MiB held: a budget of 16 MiB
+  // leaves no room for in_flight 4 (20 MiB).
+  lim.ram_bytes = 16.0 * static_cast<double>(MiB);
+  ReadaheadState s;
+  s.measured = true;
+  s = next_readahead(s, window(100, 10, 10, 0.9, 4), lim);
+  CHECK(s.in_flight == 2);
+  CHECK(s.block_bytes == MiB);
+  // Over the budget: halved down to the minimum, whatever the rate.
+  s.in_flight = 16;
+  s.block_bytes = 8 * MiB;
+  lim.ram_bytes = 1;
+  s = next_readahead(s, window(100, 10, 10, 0.9, 4), lim);
+  CHECK(s.in_flight == 1);
+  CHECK(s.block_bytes == MiB);
+  // With no reader open it counts one.
+  s.in_flight = 4;
+  s = next_readahead(s, window(100, 0, 0, 0, 0), lim);
+  CHECK(s.in_flight == 1);
+}
+
+TEST_CASE("readahead policy: fixed knobs are never changed", "[autotune][readahead]") {
+  ReadaheadLimits lim = plenty();
+  lim.in_flight_tunable = false;
+  ReadaheadState s;
+  s.measured = true;
+  s.in_flight = 3;
+  s = next_readahead(s, window(100, 10, 10, 0.9), lim);
+  CHECK(s.in_flight == 3);
+  CHECK(s.block_bytes == 2 * MiB);  // the block may grow alone (latency-bound)
+  lim.block_tunable = false;
+  lim.ram_bytes = 1;
+  s = next_readahead(s, window(100, 80, 80, 0.9), lim);
+  CHECK(s.in_flight == 3);
+  CHECK(s.block_bytes == 2 * MiB);
+}

@@ -162,3 +162,29 @@ TEST_CASE("the bottleneck is marked only when the consumer waits, with its reaso
     CHECK_THAT(it.stats().bottleneck_reason, Catch::Contains("nothing measured"));
   }
 }
+
+TEST_CASE("the network line shows the readahead a stage's remote readers use", "[runtime][stats]") {
+  detail::Model model;
+  detail::StageNode* n = model.node(nullptr, "tfrecord");
+  n->net_bytes = 3'000'000;
+  n->net_requests = 5;
+  detail::configure_knob(n->readahead.in_flight, -1, 1, 16, 6);
+  detail::configure_knob(n->readahead.block_bytes, -1, 1 << 20, 16 << 20, 8 << 20);
+  PipelineStats s = detail::make_stats(model);
+  REQUIRE(s.stages.size() == 1);
+  CHECK(s.stages[0].readahead_in_flight == 6);
+  CHECK(s.stages[0].readahead_block_bytes == 8 << 20);
+  CHECK(s.stages[0].readahead_autotuned);
+  CHECK_THAT(s.to_string(),
+             Catch::Contains("network: tfrecord fetched 3.00 MB in 5 requests (0 retries), its "
+                             "readers waited") &&
+                 Catch::Contains("of the time, readahead 6 x 8 MiB (autotuned)\n"));
+  // Fixed values, and a block size that is no whole MiB.
+  detail::StageNode* fixed = model.node(nullptr, "csv");
+  fixed->net_requests = 1;
+  detail::configure_knob(fixed->readahead.in_flight, 3, 1, 1, 1);
+  detail::configure_knob(fixed->readahead.block_bytes, 100'000, 1, 1, 1);
+  s = detail::make_stats(model);
+  CHECK_THAT(s.to_string(), Catch::Contains("readahead 3 x 100000 B\n"));
+  CHECK(detail::format_bytes(512 << 10) == "512 KiB");
+}

@@ -2,15 +2,19 @@
 // (support/seaweedfs.hpp), one server per test binary, one bucket per test.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ingest/ingest.hpp>
 #include <ingest/storage/s3.hpp>
 
+#include "support/fault_proxy.hpp"
 #include "support/records.hpp"
 #include "support/seaweedfs.hpp"
 
@@ -380,4 +384,127 @@ TEST_CASE("S3 writer destroyed before commit leaves nothing and no upload", "[s3
   }
   CHECK_FALSE(s3.exists(url, "test"));
   CHECK(uploads_in_progress(server, bucket) == 0);
+}
+
+namespace {
+
+// Objects in SeaweedFS read through the fault proxy adding 20 ms before each
+// response, by pipelines of fixed_length_records over their URLs.
+struct LatencyStore {
+  static constexpr std::size_t kObjects = 4, kObjectBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kRecordBytes = 64 << 10;
+  SeaweedS3& server = SeaweedS3::shared();
+  std::string bucket;
+  std::unique_ptr<ingest::testing::FaultProxy> proxy;
+  std::vector<std::string> urls;
+  std::string bytes;  // every object's bytes, in order
+
+  explicit LatencyStore(const std::string& name) : bucket(server.make_bucket(name)) {
+    S3Scheme direct(server_options(server));
+    for (std::size_t i = 0; i < kObjects; ++i) {
+      urls.push_back("s3://" + bucket + "/part-" + std::to_string(i));
+      const std::string object = pattern_bytes(kObjectBytes, static_cast<std::uint32_t>(i + 1));
+      put(direct, urls.back(), object);
+      bytes += object;
+    }
+    proxy = std::make_unique<ingest::testing::FaultProxy>(
+        static_cast<std::uint16_t>(server.s3_port()),
+        ingest::testing::FaultProxy::Faults{.latency = std::chrono::milliseconds(20)});
+  }
+
+  // s3:// through the proxy, with `readahead` (values left 0: autotuned).
+  void use(ReadaheadOptions readahead) const {
+    S3Options o = server_options(server);
+    o.endpoint = "http://127.0.0.1:" + std::to_string(proxy->port());
+    o.readahead = readahead;
+    use_s3(o);
+  }
+
+  // Reads the objects `epochs` times with one iterator (stopping early once
+  // `done(stats)` after an epoch); checks every epoch's bytes and returns the
+  // source's stats row at the end.
+  template <class Done>
+  StageStats read(std::optional<std::size_t> ram_budget, int epochs, Done done) const {
+    PipelineOptions options;
+    options.ram_budget_bytes = ram_budget;
+    auto it =
+        fixed_length_records(urls, kRecordBytes).repeat(epochs).with_options(options).iterator();
+    StageStats row;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      std::string got;
+      got.reserve(bytes.size());
+      while (got.size() < bytes.size()) {
+        auto r = it.next();
+        if (!r) break;
+        got.append(r->data(), r->size());
+      }
+      REQUIRE(got.size() == bytes.size());
+      REQUIRE(got == bytes);  // every byte once, in order
+      const PipelineStats stats = it.stats();
+      INFO(stats.to_string());
+      const auto source =
+          std::find_if(stats.stages.begin(), stats.stages.end(),
+                       [](const StageStats& s) { return s.readahead_in_flight > 0; });
+      REQUIRE(source != stats.stages.end());
+      row = *source;
+      if (done(row)) break;
+    }
+    return row;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("S3 readahead left unset is autotuned up under latency", "[s3][remote][autotune]") {
+  LatencyStore store("readahead-auto");
+  store.use({});
+  const auto initial = ingest::detail::RemoteReadahead::initial_in_flight;
+  // Five passes (about a second at least): the tuner's steps come 20, 60,
+  // 140, 300, 620 ms in, so growths are judged on the windows after them.
+  const StageStats row = store.read(std::nullopt, 5, [](const StageStats&) { return false; });
+  INFO("readahead " << row.readahead_in_flight << " x " << row.readahead_block_bytes);
+  CHECK(row.readahead_autotuned);
+  CHECK(row.readahead_in_flight > initial);
+  CHECK(row.readahead_in_flight <= ingest::detail::RemoteReadahead::max_in_flight);
+  CHECK(row.readahead_block_bytes >= ingest::detail::RemoteReadahead::min_block_bytes);
+  CHECK(row.readahead_block_bytes <= ingest::detail::RemoteReadahead::max_block_bytes);
+  CHECK(row.net_requests > 0);
+
+  // The same data with one request in flight (what the autotuning is
+  // compared with in bench W9): identical bytes, the knobs fixed.
+  store.use({.block_size = std::size_t{1} << 20, .in_flight = 1});
+  const StageStats one = store.read(std::nullopt, 1, [](const StageStats&) { return true; });
+  CHECK_FALSE(one.readahead_autotuned);
+  CHECK(one.readahead_in_flight == 1);
+}
+
+TEST_CASE("S3 autotuned readahead stays at its minimum in a tiny RAM budget",
+          "[s3][remote][autotune]") {
+  LatencyStore store("readahead-tiny");
+  store.use({});
+  using ingest::detail::RemoteReadahead;
+  // Two epochs at least: the tuner's first steps come 20 and 60 ms in.
+  int epochs = 0;
+  const StageStats row =
+      store.read(std::size_t{1}, 3, [&](const StageStats&) { return ++epochs >= 2; });
+  CHECK(row.readahead_autotuned);
+  CHECK(row.readahead_in_flight == RemoteReadahead::min_in_flight);
+  CHECK(row.readahead_block_bytes == RemoteReadahead::min_block_bytes);
+  const PipelineStats shown{.stages = {row}};
+  CHECK_THAT(shown.to_string(), Catch::Contains("readahead 1 x 1 MiB (autotuned)"));
+}
+
+TEST_CASE("S3 readahead set explicitly is never tuned", "[s3][remote][autotune]") {
+  LatencyStore store("readahead-fixed");
+  store.use({.block_size = 512 << 10, .in_flight = 3});
+  int epochs = 0;
+  const StageStats row =
+      store.read(std::nullopt, 3, [&](const StageStats&) { return ++epochs >= 3; });
+  CHECK_FALSE(row.readahead_autotuned);
+  CHECK(row.readahead_in_flight == 3);
+  CHECK(row.readahead_block_bytes == 512 << 10);
+  const PipelineStats shown{.stages = {row}};
+  CHECK_THAT(shown.to_string(), Catch::Contains("readahead 3 x 512 KiB\n"));
+  // Stats' network line, by hand: no "(autotuned)".
+  CHECK_THAT(shown.to_string(), !Catch::Contains("(autotuned)"));
 }

@@ -105,11 +105,13 @@ struct PipelineOptions {
   std::shared_ptr<Runtime> runtime{};
   /// Whether async stages keep order unless a stage says otherwise.
   std::optional<bool> deterministic{};
-  /// Let the autotuner tune the knobs set to ingest::autotune (default true);
-  /// with false they keep their documented defaults.
+  /// Let the autotuner tune the knobs set to ingest::autotune and the
+  /// readahead of remote readers left unset (default true); with false they
+  /// keep their documented defaults.
   std::optional<bool> autotune{};
-  /// Memory the autotuner may fill with buffered elements (default: half of
-  /// the memory available when iteration starts).
+  /// Memory the autotuner may fill with buffered elements and remote
+  /// readers' readahead blocks (default: half of the memory available when
+  /// iteration starts).
   std::optional<std::size_t> ram_budget_bytes{};
   /// Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) of the
   /// pipeline's activity here when the iterator is destroyed (and whenever

@@ -24,6 +24,16 @@
 // gain shows up in the next window's measurements (else the knobs it grew go
 // back and are held there, for longer after each failure). Every change is
 // visible in stats() and, when tracing, as a counter in the trace.
+//
+// The readahead of remote readers (runtime/model.hpp: RemoteReadahead, the
+// blocks in flight per reader and the block size) is not in the latency
+// model: it is measured. Each tuning step hands a stage's network counters
+// of the window since the last step to next_readahead, which grows a knob
+// while the readers wait on the network and the fetch rate keeps rising,
+// undoes a growth that did not pay, and shrinks both to fit the RAM budget.
+// The bytes the readahead holds count against the same budget as the
+// buffers: the buffers are tuned within what the readahead holds now, the
+// readahead within what the buffers leave.
 #pragma once
 
 #include <unistd.h>
@@ -40,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ingest/core/clock.hpp"
@@ -205,6 +216,134 @@ inline bool gain_showed(double modelled_before, double modelled_after, double me
          measured_after <= 1.25 * modelled_after;
 }
 
+/// What the remote readers of one stage did between two tuning steps.
+struct ReadaheadWindow {
+  double seconds = 0;             ///< the window's length
+  std::int64_t bytes = 0;         ///< fetched
+  std::int64_t requests = 0;      ///< sent
+  std::int64_t wait_ns = 0;       ///< the readers waited for the network, summed over them
+  std::int64_t open_readers = 0;  ///< readers open at its end
+};
+
+/// A stage's readahead as a tuning step leaves it, and what the next step
+/// needs to judge the last growth.
+struct ReadaheadState {
+  enum class Grew { none, in_flight, block };
+  std::int64_t in_flight = RemoteReadahead::initial_in_flight;
+  std::int64_t block_bytes = RemoteReadahead::initial_block_bytes;
+  bool measured = false;            ///< a window with requests was seen (the first only measures)
+  Grew grew = Grew::none;           ///< the knob the last step grew, on trial
+  std::int64_t grew_from = 0;       ///< its value before
+  double rate_before = 0;           ///< bytes/s in the window before the growth
+  std::int64_t hold_in_flight = 0;  ///< steps in_flight may not grow (a growth did not pay)
+  std::int64_t hold_block = 0;      ///< steps block_bytes may not grow
+  std::int64_t backoff_in_flight = 2, backoff_block = 2;  ///< the next holds (doubling, <= 64)
+};
+
+/// The bounds of one stage's readahead in a tuning step.
+struct ReadaheadLimits {
+  bool in_flight_tunable = true, block_tunable = true;
+  std::int64_t min_in_flight = RemoteReadahead::min_in_flight;
+  std::int64_t max_in_flight = RemoteReadahead::max_in_flight;
+  std::int64_t min_block = RemoteReadahead::min_block_bytes;
+  std::int64_t max_block = RemoteReadahead::max_block_bytes;
+  double ram_bytes = 0;  ///< what this stage's readers may hold (the RAM budget less the rest)
+};
+
+/// The readers waiting on the network less than this share of the time
+/// (summed over them) means the network is not what they wait for.
+inline constexpr double readahead_min_wait_share = 0.1;
+/// A growth pays when the fetch rate rises by at least this factor.
+inline constexpr double readahead_min_gain = 1.1;
+/// A ranged request moving less than this many bytes per second of its
+/// duration is latency-bound: larger blocks spread its fixed cost (the
+/// time to first byte) over more bytes.
+inline constexpr double readahead_latency_bound_rate = 64.0 * (1 << 20);
+
+/// One tuning step of a stage's readahead, a pure function of its
+/// measurements (hill climbing with the autotuner's economy rule):
+///  1. Over the RAM budget (open readers x (in_flight + 1) x block_bytes,
+///     counting one reader while none is open), halve in_flight, then the
+///     block size, down to their minimum; nothing grows then.
+///  2. A growth on trial is judged on the window after it: kept if the fetch
+///     rate (bytes per second) rose by 10%, else undone and that knob held
+///     for 2, 4, ... 64 steps.
+///  3. With no trial and the readers waiting on the network at least 10% of
+///     the window: double in_flight (up to 16), or, when it cannot grow and
+///     the requests are latency-bound (block / request time, the request
+///     time from Little's law: open readers x in_flight x window / requests,
+///     is under 64 MiB/s), double the block size (up to 16 MiB); only if
+///     the result fits the RAM budget.
+/// A window with no reader open or fewer than 2 requests decides nothing,
+/// nor does the first one with requests (it starts the measurements).
+inline ReadaheadState next_readahead(ReadaheadState s, const ReadaheadWindow& w,
+                                     const ReadaheadLimits& lim) {
+  using Grew = ReadaheadState::Grew;
+  if (lim.in_flight_tunable)
+    s.in_flight = std::clamp(s.in_flight, lim.min_in_flight, lim.max_in_flight);
+  if (lim.block_tunable) s.block_bytes = std::clamp(s.block_bytes, lim.min_block, lim.max_block);
+  s.hold_in_flight = std::max<std::int64_t>(0, s.hold_in_flight - 1);
+  s.hold_block = std::max<std::int64_t>(0, s.hold_block - 1);
+  const std::int64_t readers = std::max<std::int64_t>(w.open_readers, 1);
+  const auto fits = [&](std::int64_t in_flight, std::int64_t block) {
+    return RemoteReadahead::held_bytes(readers, in_flight, block) <= lim.ram_bytes;
+  };
+  if (!fits(s.in_flight, s.block_bytes)) {  // 1. the budget first
+    while (!fits(s.in_flight, s.block_bytes)) {
+      if (lim.in_flight_tunable && s.in_flight > lim.min_in_flight) {
+        s.in_flight = std::max(lim.min_in_flight, s.in_flight / 2);
+      } else if (lim.block_tunable && s.block_bytes > lim.min_block) {
+        s.block_bytes = std::max(lim.min_block, s.block_bytes / 2);
+      } else {
+        break;  // at the minimum: a reader needs its blocks
+      }
+    }
+    s.grew = Grew::none;
+    return s;
+  }
+  if (w.open_readers <= 0 || w.requests < 2 || w.seconds <= 0 || w.bytes <= 0) return s;
+  // The first window holds the first opens (one request each, waited for):
+  // its rate would make any growth after it look like a gain.
+  if (!std::exchange(s.measured, true)) return s;
+  const double rate = static_cast<double>(w.bytes) / w.seconds;
+  if (s.grew != Grew::none) {  // 2. judge the growth on trial
+    const Grew grew = std::exchange(s.grew, Grew::none);
+    if (rate >= s.rate_before * readahead_min_gain) return s;
+    if (grew == Grew::in_flight) {
+      s.in_flight = s.grew_from;
+      s.hold_in_flight = s.backoff_in_flight;
+      s.backoff_in_flight = std::min<std::int64_t>(s.backoff_in_flight * 2, 64);
+    } else {
+      s.block_bytes = s.grew_from;
+      s.hold_block = s.backoff_block;
+      s.backoff_block = std::min<std::int64_t>(s.backoff_block * 2, 64);
+    }
+    return s;
+  }
+  const double wait_share = static_cast<double>(w.wait_ns) / (w.seconds * 1e9);
+  if (wait_share < readahead_min_wait_share) return s;  // 3. grow where the network is waited on
+  const std::int64_t more_in_flight = std::min(lim.max_in_flight, s.in_flight * 2);
+  if (lim.in_flight_tunable && s.hold_in_flight == 0 && more_in_flight > s.in_flight &&
+      fits(more_in_flight, s.block_bytes)) {
+    s.grew = Grew::in_flight;
+    s.grew_from = std::exchange(s.in_flight, more_in_flight);
+    s.rate_before = rate;
+    return s;
+  }
+  const double request_seconds =
+      static_cast<double>(readers * s.in_flight) * w.seconds / static_cast<double>(w.requests);
+  const bool latency_bound =
+      static_cast<double>(s.block_bytes) / request_seconds < readahead_latency_bound_rate;
+  const std::int64_t bigger_block = std::min(lim.max_block, s.block_bytes * 2);
+  if (lim.block_tunable && latency_bound && s.hold_block == 0 && bigger_block > s.block_bytes &&
+      fits(s.in_flight, bigger_block)) {
+    s.grew = Grew::block;
+    s.grew_from = std::exchange(s.block_bytes, bigger_block);
+    s.rate_before = rate;
+  }
+  return s;
+}
+
 /// Runs the Optimizer periodically on a model and applies its decisions.
 class Autotuner {
  public:
@@ -247,6 +386,8 @@ class Autotuner {
     model_->for_each([&](StageNode& n) {
       if (n.parallelism.tunable()) trace_knob(n, "parallelism", n.parallelism.get(), now);
       if (n.buffer.tunable()) trace_knob(n, "buffer", n.buffer.get(), now);
+      if (n.readahead.in_flight.tunable())
+        trace_knob(n, "readahead in_flight", n.readahead.in_flight.get(), now);
     });
   }
 
@@ -340,7 +481,10 @@ class Autotuner {
       if (default_ram_ <= 0) default_ram_ = default_ram_budget();
       ram = default_ram_;
     }
-    budget.ram_bytes = static_cast<double>(ram);
+    // The remote readers' readahead holds memory too: the buffers get what it leaves.
+    double readahead_bytes = 0;
+    for (const NodeView& v : optimizer.views()) readahead_bytes += v.node->readahead.held_bytes();
+    budget.ram_bytes = std::max(0.0, static_cast<double>(ram) - readahead_bytes);
     optimizer.optimize(budget);
     if (log_) log_decisions(optimizer, consumer_ns, budget);
     const std::int64_t now = now_ns();
@@ -357,7 +501,69 @@ class Autotuner {
     if (!trial.grown.empty() && trial.modelled_after < trial.modelled_before) {
       trial_ = std::move(trial);
     }
+    tune_readahead(optimizer, static_cast<double>(ram) - optimizer.buffered_bytes(),
+                   readahead_bytes, now);
     return optimizer.output_time();
+  }
+
+  // The per-stage readahead state between tuning steps, and the network
+  // counters at the last step (the window's start).
+  struct ReadaheadTuning {
+    const StageNode* node = nullptr;
+    ReadaheadState state{};
+    std::int64_t bytes = 0, requests = 0, wait_ns = 0, at_ns = 0;
+  };
+
+  // One step of next_readahead for every stage whose readers have a tunable
+  // readahead, within the RAM left by the buffers (`ram_left`) less the
+  // other stages' readahead (`readahead_bytes` holds all of it).
+  void tune_readahead(const Optimizer& optimizer, double ram_left, double readahead_bytes,
+                      std::int64_t now) {
+    for (const NodeView& v : optimizer.views()) {
+      StageNode& n = *v.node;
+      RemoteReadahead& ra = n.readahead;
+      if (!ra.used() || !ra.tunable()) continue;
+      auto t = std::find_if(readahead_.begin(), readahead_.end(),
+                            [&](const ReadaheadTuning& x) { return x.node == &n; });
+      if (t == readahead_.end()) {
+        t = readahead_.insert(readahead_.end(), ReadaheadTuning{});
+        t->node = &n;
+        t->at_ns = model_->start_ns();
+      }
+      const std::int64_t bytes = n.net_bytes.load(std::memory_order_relaxed);
+      const std::int64_t requests = n.net_requests.load(std::memory_order_relaxed);
+      const std::int64_t wait = n.net_wait_ns.load(std::memory_order_relaxed);
+      const ReadaheadWindow window{static_cast<double>(now - t->at_ns) / 1e9, bytes - t->bytes,
+                                   requests - t->requests, wait - t->wait_ns,
+                                   ra.open_readers.load(std::memory_order_relaxed)};
+      t->bytes = bytes;
+      t->requests = requests;
+      t->wait_ns = wait;
+      t->at_ns = now;
+      ReadaheadLimits lim;
+      lim.in_flight_tunable = ra.in_flight.tunable();
+      lim.block_tunable = ra.block_bytes.tunable();
+      lim.min_in_flight = ra.in_flight.min();
+      lim.max_in_flight = ra.in_flight.max();
+      lim.min_block = ra.block_bytes.min();
+      lim.max_block = ra.block_bytes.max();
+      lim.ram_bytes = ram_left - (readahead_bytes - ra.held_bytes());
+      t->state.in_flight = ra.in_flight.get();
+      t->state.block_bytes = ra.block_bytes.get();
+      t->state = next_readahead(t->state, window, lim);
+      if (log_ && (t->state.in_flight != ra.in_flight.get() ||
+                   t->state.block_bytes != ra.block_bytes.get())) {
+        log_line("autotune: " + n.name() + " readahead " + std::to_string(ra.in_flight.get()) +
+                 " x " + std::to_string(ra.block_bytes.get()) + " -> " +
+                 std::to_string(t->state.in_flight) + " x " + std::to_string(t->state.block_bytes) +
+                 " bytes (fetched " + std::to_string(window.bytes) + " bytes in " +
+                 std::to_string(static_cast<std::int64_t>(window.seconds * 1e3)) + " ms, waited " +
+                 std::to_string(window.wait_ns / 1'000'000) + " ms, " +
+                 std::to_string(window.open_readers) + " readers)");
+      }
+      apply(n, ra.in_flight, t->state.in_flight, "readahead in_flight", now);
+      apply(n, ra.block_bytes, t->state.block_bytes, "readahead block_bytes", now);
+    }
   }
 
   void log_decisions(const Optimizer& o, double consumer_ns, const Optimizer::Budget& budget) {
@@ -390,7 +596,8 @@ class Autotuner {
   bool log_ = std::getenv("INGEST_AUTOTUNE_LOG") != nullptr;  // log every decision
   Baseline baseline_;           // counters at the previous tuning: costs come from the window since
   std::optional<Trial> trial_;  // the last tuning's growth, until judged
-  std::vector<Ceiling> ceilings_;  // knobs held back after growths that did not pay
+  std::vector<Ceiling> ceilings_;           // knobs held back after growths that did not pay
+  std::vector<ReadaheadTuning> readahead_;  // stages whose remote readers' readahead is tuned
   std::int64_t tunings_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -122,6 +122,42 @@ inline void configure_knob(Knob& k, std::int64_t requested, std::int64_t min, st
                                   std::memory_order_relaxed);
 }
 
+/// The readahead of the remote objects (http://, https://, s3://) a stage
+/// reads: its readers request `in_flight` blocks of `block_bytes` ahead of
+/// where they read. Any stage may open remote readers, so every node has
+/// one; a reader declares itself here when it opens (configuring the knobs:
+/// tunable when the user left the scheme's readahead unset, fixed when set)
+/// and reads the knobs each time it requests a block. The autotuner tunes
+/// the tunable ones within the RAM budget (autotuner.hpp, next_readahead).
+struct RemoteReadahead {
+  static constexpr std::int64_t min_in_flight = 1, max_in_flight = 16, initial_in_flight = 2;
+  static constexpr std::int64_t min_block_bytes = std::int64_t{1} << 20;
+  static constexpr std::int64_t max_block_bytes = std::int64_t{16} << 20;
+  static constexpr std::int64_t initial_block_bytes = std::int64_t{1} << 20;
+
+  Knob in_flight;    ///< blocks requested ahead per reader (0: no reader declared itself yet)
+  Knob block_bytes;  ///< bytes per ranged request
+  /// Remote readers of this stage open now.
+  std::atomic<std::int64_t> open_readers{0};
+
+  /// A reader declared itself (the knobs are configured).
+  bool used() const noexcept { return in_flight.get() > 0; }
+  /// The autotuner may change a knob.
+  bool tunable() const noexcept { return in_flight.tunable() || block_bytes.tunable(); }
+  /// Bytes `readers` readers hold at most with these values: each keeps the
+  /// block it reads plus `in_flight` requested ones.
+  static double held_bytes(std::int64_t readers, std::int64_t in_flight,
+                           std::int64_t block_bytes) noexcept {
+    return static_cast<double>(readers) * static_cast<double>(in_flight + 1) *
+           static_cast<double>(block_bytes);
+  }
+  /// Bytes the open readers hold at most now.
+  double held_bytes() const noexcept {
+    return held_bytes(open_readers.load(std::memory_order_relaxed), in_flight.get(),
+                      block_bytes.get());
+  }
+};
+
 /// How a stage registers: its traits (see the comment at the top).
 struct NodeTraits {
   bool batches = false;
@@ -224,6 +260,8 @@ class StageNode {
   // epoch while the autotuner thread reads them.
   Knob parallelism;
   Knob buffer;
+  /// The readahead of the remote objects this stage opens (see RemoteReadahead).
+  RemoteReadahead readahead;
   /// This stage or one before it batches (tracing records every call then).
   std::atomic<bool> batched{false};
   /// Input elements per element produced, when measurements do not tell yet
@@ -411,6 +449,9 @@ class Model {
   std::atomic<bool> autotune{true};
   std::atomic<std::int64_t> ram_budget_bytes{0};  // 0: the default fraction of available memory
   std::atomic<std::int64_t> cpu_budget{0};        // 0: the runtime's threads + 1
+  /// A knob became tunable after the pipeline started (a remote reader's
+  /// readahead): the pipeline iterator starts its autotuner if it has none.
+  std::atomic<bool> tunable_added{false};
 
   std::string trace_path;  // written when the pipeline iterator is destroyed
   std::function<void(const PipelineStats&)> on_progress;  // see PipelineOptions

@@ -136,9 +136,15 @@ class PipelineIterator {
     if (every_call_) countdown_ = 2;  // this call notes its end, the next measures the gap
     if (progress_) next_progress_ns_ = detail::now_ns() + model_->progress_interval_ns;
     bool tunable = false;
-    model_->for_each(
-        [&](detail::StageNode& n) { tunable |= n.parallelism.tunable() || n.buffer.tunable(); });
-    if (tunable && model_->autotune.load(std::memory_order_relaxed)) {
+    model_->for_each([&](detail::StageNode& n) {
+      tunable |= n.parallelism.tunable() || n.buffer.tunable() || n.readahead.tunable();
+    });
+    if (tunable) start_tuner();
+  }
+
+  // Starts the autotuner, unless the pipeline turned autotuning off.
+  void start_tuner() {
+    if (model_->autotune.load(std::memory_order_relaxed)) {
       const auto cpu = model_->cpu_budget.load(std::memory_order_relaxed);
       tuner_ = std::make_unique<detail::Autotuner>(
           model_,
@@ -164,6 +170,9 @@ class PipelineIterator {
       model_->trace({"consumer", 'X', now - gap, gap, detail::thread_number(), {}});
     }
     if (progress_) report_progress(false);
+    // A knob became tunable since (a remote reader opened with an autotuned readahead).
+    if (!tuner_ && model_->tunable_added.load(std::memory_order_relaxed)) [[unlikely]]
+      start_tuner();
     if (every_call_) {
       // Traced or reporting, every gap is measured: this call's end starts the next one.
       std::optional<value_type> x = it_.next();

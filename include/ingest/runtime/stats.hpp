@@ -27,6 +27,13 @@ inline std::string format_percent(double p) {
   std::snprintf(b, sizeof b, "%.1f", p);
   return b;
 }
+/// A size in bytes as "8 MiB", "256 KiB" or "1000 B" (the largest unit
+/// that divides it).
+inline std::string format_bytes(std::int64_t n) {
+  if (n > 0 && n % (1 << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  if (n > 0 && n % (1 << 10) == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " B";
+}
 }  // namespace detail
 
 /// One row of PipelineStats.
@@ -51,6 +58,11 @@ struct StageStats {
   std::int64_t net_requests = 0;
   std::int64_t net_retries = 0;
   double net_wait_percent = 0;
+  /// The readahead of its remote readers: blocks in flight per reader and
+  /// bytes per block (0: none opened), and whether the autotuner tunes it.
+  std::int64_t readahead_in_flight = 0;
+  std::int64_t readahead_block_bytes = 0;
+  bool readahead_autotuned = false;
 };
 
 /// Per-stage statistics of a running pipeline (PipelineIterator::stats()).
@@ -95,11 +107,17 @@ struct PipelineStats {
       if (s.net_requests == 0) continue;
       std::snprintf(line, sizeof line,
                     "network: %s fetched %.2f MB in %lld requests (%lld retries), its readers "
-                    "waited %s%% of the time\n",
+                    "waited %s%% of the time",
                     s.name.c_str(), s.net_megabytes, static_cast<long long>(s.net_requests),
                     static_cast<long long>(s.net_retries),
                     detail::format_percent(s.net_wait_percent).c_str());
       out += line;
+      if (s.readahead_in_flight > 0) {
+        out += ", readahead " + std::to_string(s.readahead_in_flight) + " x " +
+               detail::format_bytes(s.readahead_block_bytes) +
+               (s.readahead_autotuned ? " (autotuned)" : "");
+      }
+      out += "\n";
     }
     std::snprintf(line, sizeof line, "(%.2f s; the consumer waited for input %s%% of the time)\n",
                   seconds, detail::format_percent(input_wait_percent).c_str());
@@ -261,6 +279,11 @@ inline PipelineStats make_stats(const Model& model) {
     s.net_megabytes = static_cast<double>(n.net_bytes.load(std::memory_order_relaxed)) / 1e6;
     s.net_requests = n.net_requests.load(std::memory_order_relaxed);
     s.net_retries = n.net_retries.load(std::memory_order_relaxed);
+    if (n.readahead.used()) {
+      s.readahead_in_flight = n.readahead.in_flight.get();
+      s.readahead_block_bytes = n.readahead.block_bytes.get();
+      s.readahead_autotuned = n.readahead.tunable();
+    }
     s.net_wait_percent =
         elapsed_ns > 0
             ? 100.0 * static_cast<double>(n.net_wait_ns.load(std::memory_order_relaxed)) /

@@ -5,7 +5,9 @@
 // (read-only). tf.data counterpart: TensorFlow's HTTP/GCS RandomAccessFile
 // with its block cache and RetryingFileSystem; AWS counterpart: the SDK's
 // ranged GetObject with If-Match. A RangedReader's read() is for one thread,
-// read_at() for any number; HttpScheme is thread-safe.
+// read_at() for any number; HttpScheme is thread-safe. The readahead (block
+// size, blocks in flight) of the readers a pipeline stage opens is that
+// stage's knobs, autotuned unless the options fix it (ReadaheadOptions).
 #pragma once
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/runtime/model.hpp"
 #include "ingest/storage/byte_source.hpp"
 #include "ingest/storage/http_client.hpp"
 #include "ingest/storage/url.hpp"
@@ -31,10 +34,16 @@
 namespace ingest::storage {
 
 /// How a RangedReader reads ahead: blocks of `block_size` bytes, `in_flight`
-/// of them requested ahead of the reader (at least 1).
+/// of them requested ahead of the reader. A value left 0 (the default) is
+/// autotuned for the readers a pipeline stage opens (runtime/model.hpp:
+/// RemoteReadahead; within the pipeline's RAM budget), and is
+/// default_block_size / default_in_flight for readers opened outside a
+/// pipeline or with autotuning off. A value set is fixed, never tuned.
 struct ReadaheadOptions {
-  std::size_t block_size = std::size_t{8} << 20;
-  std::size_t in_flight = 4;
+  static constexpr std::size_t default_block_size = std::size_t{8} << 20;
+  static constexpr std::size_t default_in_flight = 4;
+  std::size_t block_size = 0;
+  std::size_t in_flight = 0;
 };
 
 namespace detail {
@@ -275,13 +284,48 @@ class RangedReader final : public RemoteReader {
  public:
   /// Opens `url` (blocking until the first block arrives). `prepare` signs
   /// or decorates every request; `stage` names the caller in errors.
+  /// Opened by a pipeline stage (storage::current_transfer_node() is set),
+  /// the reader declares itself to that stage's readahead knobs: with a
+  /// value of `readahead` left 0 and the pipeline autotuned, it follows the
+  /// knobs, which the autotuner tunes, reading them each time it requests
+  /// a block; with both set, the knobs show them, fixed.
   RangedReader(std::shared_ptr<HttpClient> client, Url url, PrepareRequest prepare,
                ReadaheadOptions readahead, std::string_view stage)
       : client_(std::move(client)) {
     if (!client_) {
       throw InvalidArgument("RangedReader: no HttpClient", {.stage = std::string(stage)});
     }
-    set_readahead(readahead);
+    std::shared_ptr<ingest::detail::StageNode> node = current_transfer_node();
+    const bool autotune = node && node->model() &&
+                          node->model()->autotune.load(std::memory_order_relaxed) &&
+                          (readahead.block_size == 0 || readahead.in_flight == 0);
+    if (autotune) {  // the knobs left 0 are tuned, the others fixed; the reader follows them
+      using ingest::detail::RemoteReadahead;
+      auto& knobs = node->readahead;
+      ingest::detail::configure_knob(
+          knobs.in_flight,
+          readahead.in_flight == 0 ? -1 : static_cast<std::int64_t>(readahead.in_flight),
+          RemoteReadahead::min_in_flight, RemoteReadahead::max_in_flight,
+          RemoteReadahead::initial_in_flight);
+      ingest::detail::configure_knob(
+          knobs.block_bytes,
+          readahead.block_size == 0 ? -1 : static_cast<std::int64_t>(readahead.block_size),
+          RemoteReadahead::min_block_bytes, RemoteReadahead::max_block_bytes,
+          RemoteReadahead::initial_block_bytes);
+      node->model()->tunable_added.store(true, std::memory_order_relaxed);
+      tuned_.store(&knobs, std::memory_order_relaxed);
+    } else {
+      if (readahead.block_size == 0) readahead.block_size = ReadaheadOptions::default_block_size;
+      if (readahead.in_flight == 0) readahead.in_flight = ReadaheadOptions::default_in_flight;
+      set_readahead(readahead);
+      if (node) {  // fixed: the stage's knobs show it
+        const ReadaheadOptions fixed = this->readahead();
+        ingest::detail::configure_knob(node->readahead.in_flight,
+                                       static_cast<std::int64_t>(fixed.in_flight), 1, 1, 1);
+        ingest::detail::configure_knob(node->readahead.block_bytes,
+                                       static_cast<std::int64_t>(fixed.block_size), 1, 1, 1);
+      }
+    }
     shared_ = std::make_shared<detail::RangedShared>();
     shared_->client = client_.get();
     shared_->name = url.str();
@@ -292,7 +336,7 @@ class RangedReader final : public RemoteReader {
     auto fetch = std::make_shared<detail::RangedFetch>();
     fetch->shared = shared_;
     fetch->offset = 0;
-    fetch->length = block_size_.load(std::memory_order_relaxed);
+    fetch->length = this->readahead().block_size;
     fetch->open = true;
     auto result = fetch->outcome;
     fetch->start();
@@ -314,11 +358,18 @@ class RangedReader final : public RemoteReader {
     if (block_.size() > shared_->size) block_.resize(static_cast<std::size_t>(shared_->size));
     next_launch_ = block_.size();
     top_up();
+    if (node) {  // open: its blocks count against the stage's RAM budget
+      node_ = std::move(node);
+      node_->readahead.open_readers.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   RangedReader(const RangedReader&) = delete;
   RangedReader& operator=(const RangedReader&) = delete;
-  ~RangedReader() override { shared_->cancelled.store(true, std::memory_order_relaxed); }
+  ~RangedReader() override {
+    shared_->cancelled.store(true, std::memory_order_relaxed);
+    if (node_) node_->readahead.open_readers.fetch_sub(1, std::memory_order_relaxed);
+  }
 
   /// The object's size in bytes, pinned at open.
   std::uint64_t size() const override { return shared_->size; }
@@ -329,19 +380,30 @@ class RangedReader final : public RemoteReader {
   /// The URL read.
   const Url& url() const noexcept { return shared_->url; }
 
-  /// Changes the readahead for the blocks requested from now on (the knobs
-  /// an autotuner turns; the reader holds up to in_flight + 1 blocks in
-  /// memory). Values below 1 count as 1. Thread-safe.
+  /// Changes the readahead for the blocks requested from now on (the reader
+  /// holds up to in_flight + 1 blocks in memory). Values below 1 count as 1.
+  /// A reader that followed its stage's autotuned knobs keeps these values
+  /// instead from now on. Thread-safe.
   void set_readahead(ReadaheadOptions readahead) noexcept {
     block_size_.store(std::max<std::size_t>(readahead.block_size, 1), std::memory_order_relaxed);
     in_flight_.store(std::max<std::size_t>(readahead.in_flight, 1), std::memory_order_relaxed);
+    tuned_.store(nullptr, std::memory_order_relaxed);
   }
 
-  /// The readahead in force.
+  /// The readahead in force (the stage's knobs, when it follows them).
   ReadaheadOptions readahead() const noexcept {
+    if (const auto* tuned = tuned_.load(std::memory_order_relaxed)) {
+      return {
+          .block_size =
+              static_cast<std::size_t>(std::max<std::int64_t>(tuned->block_bytes.get(), 1)),
+          .in_flight = static_cast<std::size_t>(std::max<std::int64_t>(tuned->in_flight.get(), 1))};
+    }
     return {.block_size = block_size_.load(std::memory_order_relaxed),
             .in_flight = in_flight_.load(std::memory_order_relaxed)};
   }
+
+  /// True while the reader follows its stage's autotuned readahead.
+  bool autotuned() const noexcept { return tuned_.load(std::memory_order_relaxed) != nullptr; }
 
   /// Reads up to n bytes at the sequential position from the read-ahead
   /// blocks; fewer only at the end (0 there). Throws IoError /
@@ -418,8 +480,9 @@ class RangedReader final : public RemoteReader {
 
   /// Requests blocks until `in_flight` are pending or the object is covered.
   void top_up() {
-    const std::size_t in_flight = in_flight_.load(std::memory_order_relaxed);
-    const std::size_t block_size = block_size_.load(std::memory_order_relaxed);
+    const ReadaheadOptions now = readahead();  // per block: the autotuner may have moved the knobs
+    const std::size_t in_flight = now.in_flight;
+    const std::size_t block_size = now.block_size;
     while (pending_.size() < in_flight && next_launch_ < shared_->size) {
       const auto length = static_cast<std::size_t>(
           std::min<std::uint64_t>(block_size, shared_->size - next_launch_));
@@ -442,6 +505,10 @@ class RangedReader final : public RemoteReader {
   std::shared_ptr<HttpClient> client_;
   std::atomic<std::size_t> block_size_{1};
   std::atomic<std::size_t> in_flight_{1};
+  // The stage that opened the reader (its open readers count it), and its
+  // readahead knobs while the reader follows them.
+  std::shared_ptr<ingest::detail::StageNode> node_{};
+  std::atomic<const ingest::detail::RemoteReadahead*> tuned_{nullptr};
   std::shared_ptr<detail::RangedShared> shared_{};
   std::string block_{};  // the block being read
   std::size_t block_pos_ = 0;
@@ -457,7 +524,7 @@ class RangedReader final : public RemoteReader {
 class HttpScheme final : public Scheme {
  public:
   /// Reads through `client` (shared by every object opened) with
-  /// `readahead`.
+  /// `readahead` (values left 0: autotuned, see ReadaheadOptions).
   explicit HttpScheme(std::shared_ptr<HttpClient> client, ReadaheadOptions readahead = {})
       : client_(std::move(client)) {
     if (!client_) throw InvalidArgument("HttpScheme: no HttpClient");

@@ -27,7 +27,8 @@
 namespace ingest::storage {
 
 /// Makes http:// and https:// use `http` (timeouts, retries, CA bundle, ...)
-/// and `readahead` (block size, blocks in flight per reader) for the
+/// and `readahead` (block size, blocks in flight per reader; values left 0
+/// are autotuned, see ReadaheadOptions) for the
 /// objects opened from now on. Throws InvalidArgument naming a CA bundle
 /// that cannot be loaded.
 inline void use_http(HttpOptions http = {}, ReadaheadOptions readahead = {}) {

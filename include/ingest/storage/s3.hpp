@@ -49,6 +49,9 @@ struct S3Options {
   /// credentials file's.
   std::optional<AwsCredentials> credentials{};
   HttpOptions http{};
+  /// Bytes per ranged GET and blocks in flight per reader; a value left 0
+  /// (the default) is autotuned for the readers of a pipeline stage, within
+  /// the RAM budget (see ReadaheadOptions).
   ReadaheadOptions readahead{};
   /// Objects up to this size are written with one PUT on commit; larger
   /// ones with a multipart upload.
