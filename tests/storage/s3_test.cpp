@@ -388,8 +388,9 @@ TEST_CASE("S3 writer destroyed before commit leaves nothing and no upload", "[s3
 
 namespace {
 
-// Objects in SeaweedFS read through the fault proxy adding 20 ms before each
-// response, by pipelines of fixed_length_records over their URLs.
+// Objects in SeaweedFS read through the fault proxy adding `latency` (20 ms
+// unless given) before each response, by pipelines of fixed_length_records
+// over their URLs.
 struct LatencyStore {
   static constexpr std::size_t kObjects = 4, kObjectBytes = std::size_t{8} << 20;
   static constexpr std::size_t kRecordBytes = 64 << 10;
@@ -399,7 +400,9 @@ struct LatencyStore {
   std::vector<std::string> urls;
   std::string bytes;  // every object's bytes, in order
 
-  explicit LatencyStore(const std::string& name) : bucket(server.make_bucket(name)) {
+  explicit LatencyStore(const std::string& name,
+                        std::chrono::milliseconds latency = std::chrono::milliseconds(20))
+      : bucket(server.make_bucket(name)) {
     S3Scheme direct(server_options(server));
     for (std::size_t i = 0; i < kObjects; ++i) {
       urls.push_back("s3://" + bucket + "/part-" + std::to_string(i));
@@ -409,7 +412,7 @@ struct LatencyStore {
     }
     proxy = std::make_unique<ingest::testing::FaultProxy>(
         static_cast<std::uint16_t>(server.s3_port()),
-        ingest::testing::FaultProxy::Faults{.latency = std::chrono::milliseconds(20)});
+        ingest::testing::FaultProxy::Faults{.latency = latency});
   }
 
   // s3:// through the proxy, with `readahead` (values left 0: autotuned).
@@ -456,11 +459,17 @@ struct LatencyStore {
 }  // namespace
 
 TEST_CASE("S3 readahead left unset is autotuned up under latency", "[s3][remote][autotune]") {
-  LatencyStore store("readahead-auto");
+  // 100 ms before each response: the readers' rate is the latency's (about
+  // 20 MiB/s with 2 blocks of 1 MiB in flight), far under what the store
+  // serves even on a loaded 2-core machine, so that a growth shows up in the
+  // measured rate as the economy rule asks (with 20 ms, a store short of CPU
+  // capped the rate whatever the readahead).
+  LatencyStore store("readahead-auto", std::chrono::milliseconds(100));
   store.use({});
   const auto initial = ingest::detail::RemoteReadahead::initial_in_flight;
-  // Five passes (about a second at least): the tuner's steps come 20, 60,
-  // 140, 300, 620 ms in, so growths are judged on the windows after them.
+  // Five passes (several seconds): the tuner's steps come 20, 60, 140, 300,
+  // 620 ms in and then every second, so growths are judged on the windows
+  // after them.
   const StageStats row = store.read(std::nullopt, 5, [](const StageStats&) { return false; });
   INFO("readahead " << row.readahead_in_flight << " x " << row.readahead_block_bytes);
   CHECK(row.readahead_autotuned);
