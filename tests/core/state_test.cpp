@@ -79,6 +79,62 @@ TEST_CASE("state fields round trip", "[core][state]") {
   CHECK_NOTHROW(r.finish());
 }
 
+TEST_CASE("scalar fields written together read back in order, range-checked", "[core][state]") {
+  StateWriter w;
+  const std::int64_t index = -3;
+  const std::size_t pos = 5;
+  const bool done = true;
+  const double rate = 0.25;
+  const std::uint64_t big = std::uint64_t{1} << 40;
+  w.write(index, pos, done, rate, big);
+  CHECK(w.size() == 8 + 8 + 1 + 8 + 8);
+  const std::vector<std::byte> payload = w.bytes();
+
+  StateReader r(payload);
+  std::int64_t index2 = 0;
+  std::size_t pos2 = 0;
+  bool done2 = false;
+  double rate2 = 0;
+  std::uint64_t big2 = 0;
+  r.read(index2, pos2, done2, rate2, big2);
+  r.finish();
+  CHECK(index2 == index);
+  CHECK(pos2 == pos);
+  CHECK(done2);
+  CHECK(rate2 == rate);
+  CHECK(big2 == big);
+
+  // A 64-bit value that does not fit the field it is read into.
+  StateReader narrow(payload);
+  std::int64_t skip = 0;
+  std::size_t skip_pos = 0;
+  bool skip_done = false;
+  double skip_rate = 0;
+  std::uint32_t small = 0;
+  narrow.read(skip, skip_pos, skip_done, skip_rate);
+  CHECK(data_loss_offset([&] { narrow.read(small); }, "out of its type's range") == 25);
+  StateReader negative(payload);
+  std::uint16_t unsigned_field = 0;
+  CHECK(data_loss_offset([&] { negative.read(unsigned_field); }, "out of its type's range") == 0);
+}
+
+TEST_CASE("a position past its sequence names the stage", "[core][state]") {
+  StateWriter w;
+  w.write(std::uint64_t{4}, std::uint64_t{9});
+  const std::vector<std::byte> payload = w.bytes();
+  StateReader r(payload);
+  CHECK(r.read_position(4, "from_vector", "elements") == 4);  // the end is a position
+  try {
+    r.read_position(4, "from_vector", "elements");
+    FAIL("no DataLossError");
+  } catch (const DataLossError& e) {
+    CHECK(std::string(e.what()).find("from_vector position 9 is past its 4 elements") !=
+          std::string::npos);
+    CHECK(e.context().stage == "from_vector");
+    CHECK(e.context().offset == 8);
+  }
+}
+
 TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian",
           "[core][state]") {
   StateWriter w;

@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,11 @@ class StateWriter {
   void write_string(std::string_view s) {
     write_bytes(std::as_bytes(std::span(s.data(), s.size())));
   }
+  /// Writes scalar fields in order: bools, integers (as 64 bits) and doubles.
+  template <class... T>
+  void write(const T&... v) {
+    (write_field(v), ...);
+  }
 
   /// A stage's section: its name, then what `body` writes (the stage's own
   /// fields, then its input's section).
@@ -125,6 +131,21 @@ class StateWriter {
   std::vector<std::byte> take() && noexcept { return std::move(out_); }
 
  private:
+  template <class T>
+  void write_field(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      write_bool(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      write_double(static_cast<double>(v));
+    } else if constexpr (std::is_signed_v<T>) {
+      static_assert(std::is_integral_v<T>, "write: bools, integers and doubles only");
+      write_i64(v);
+    } else {
+      static_assert(std::is_integral_v<T>, "write: bools, integers and doubles only");
+      write_u64(v);
+    }
+  }
+
   std::vector<std::byte> out_;
 };
 
@@ -155,6 +176,25 @@ class StateReader {
   std::string read_string() {
     const std::span<const std::byte> s = read_span();
     return {reinterpret_cast<const char*>(s.data()), s.size()};
+  }
+  /// Reads a position in a sequence of `size` items (`size` itself: the
+  /// end); a larger one is a DataLossError naming `stage`, e.g. "from_vector
+  /// position 9 is past its 4 elements".
+  std::size_t read_position(std::size_t size, std::string_view stage, std::string_view items) {
+    const std::uint64_t at = offset();
+    const std::uint64_t pos = read_u64();
+    if (pos > size) {
+      throw DataLossError("checkpoint: " + std::string(stage) + " position " + std::to_string(pos) +
+                              " is past its " + std::to_string(size) + " " + std::string(items),
+                          {.stage = std::string(stage), .offset = at});
+    }
+    return static_cast<std::size_t>(pos);
+  }
+  /// Reads scalar fields StateWriter::write wrote, in the same order. An
+  /// unsigned integer narrower than 64 bits that does not fit is an error.
+  template <class... T>
+  void read(T&... v) {
+    (read_field(v), ...);
   }
 
   /// Reads the section of `stage`: checks its name, runs `body` within its
@@ -224,6 +264,30 @@ class StateReader {
     const std::span<const std::byte> s = data_.subspan(pos_, static_cast<std::size_t>(n));
     pos_ += static_cast<std::size_t>(n);
     return s;
+  }
+  template <class T>
+  void read_field(T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      v = read_bool();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      v = static_cast<T>(read_double());
+    } else {
+      static_assert(std::is_integral_v<T>, "read: bools, integers and doubles only");
+      const std::size_t at = pos_;
+      if constexpr (std::is_signed_v<T>) {
+        const std::int64_t x = read_i64();
+        if (!std::in_range<T>(x)) detail::throw_state_error(field_range(x), offset(at));
+        v = static_cast<T>(x);
+      } else {
+        const std::uint64_t x = read_u64();
+        if (!std::in_range<T>(x)) detail::throw_state_error(field_range(x), offset(at));
+        v = static_cast<T>(x);
+      }
+    }
+  }
+  template <class X>
+  static std::string field_range(X x) {
+    return "field holds " + std::to_string(x) + ", out of its type's range";
   }
 
   std::span<const std::byte> data_;

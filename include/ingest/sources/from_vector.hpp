@@ -43,17 +43,8 @@ class FromVectorIterator {
   }
 
   /// Checkpoint: the index of the next element.
-  void save(StateWriter& w) const { w.write_u64(pos_); }
-  void restore(StateReader& r) {
-    const std::uint64_t at = r.offset();
-    const std::uint64_t pos = r.read_u64();
-    if (pos > data_->size()) {
-      throw DataLossError("checkpoint: from_vector position " + std::to_string(pos) +
-                              " is past its " + std::to_string(data_->size()) + " elements",
-                          {.stage = "from_vector", .offset = at});
-    }
-    pos_ = static_cast<std::size_t>(pos);
-  }
+  void save(StateWriter& w) const { w.write(pos_); }
+  void restore(StateReader& r) { pos_ = r.read_position(data_->size(), "from_vector", "elements"); }
 
   /// fill with `f` applied in the same loop (see iterator.hpp); f gets a copy.
   template <class U, class F>

@@ -296,20 +296,11 @@ class ListFilesIterator {
   /// Checkpoint: the position and the pass (which reshuffle this order is).
   /// Restore re-shuffles for that pass and sets the dataset's pass counter
   /// after it, so the passes that follow reshuffle as they would have.
-  void save(StateWriter& w) const {
-    w.write_u64(pos_);
-    w.write_u64(pass_);
-  }
+  void save(StateWriter& w) const { w.write(pos_, pass_); }
   void restore(StateReader& r) {
-    const std::uint64_t at = r.offset();
-    const std::uint64_t pos = r.read_u64();
-    const std::uint64_t pass = r.read_u64();
-    if (pos > paths_->size()) {
-      throw DataLossError("checkpoint: list_files position " + std::to_string(pos) +
-                              " is past its " + std::to_string(paths_->size()) + " files",
-                          {.stage = "list_files", .offset = at});
-    }
-    pos_ = static_cast<std::size_t>(pos);
+    pos_ = r.read_position(paths_->size(), "list_files", "files");
+    std::uint64_t pass = 0;
+    r.read(pass);
     if (passes_) {
       if (pass != pass_) {
         pass_ = pass;

@@ -51,14 +51,8 @@ class RangeIterator {
   }
 
   /// Checkpoint: the next value and the count left.
-  void save(StateWriter& w) const {
-    w.write_u64(next_);
-    w.write_u64(left_);
-  }
-  void restore(StateReader& r) {
-    next_ = r.read_u64();
-    left_ = r.read_u64();
-  }
+  void save(StateWriter& w) const { w.write(next_, left_); }
+  void restore(StateReader& r) { r.read(next_, left_); }
 
   /// fill with `f` applied in the same loop (see iterator.hpp).
   template <class U, class F>

@@ -110,13 +110,11 @@ class BatchIterator {
   /// Between calls of next() a batch holds no partial batch (pending_ is
   /// emptied before next() returns), so nothing else is stored.
   void save(StateWriter& w) const {
-    w.write_i64(consumed_);
-    w.write_bool(done_);
+    w.write(consumed_, done_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    consumed_ = r.read_i64();
-    done_ = r.read_bool();
+    r.read(consumed_, done_);
     input_.restore(r);
   }
 

@@ -36,11 +36,11 @@ class EnumerateIterator {
 
   /// Checkpoint: the next index, then the input.
   void save(StateWriter& w) const {
-    w.write_i64(index_);
+    w.write(index_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    index_ = r.read_i64();
+    r.read(index_);
     input_.restore(r);
   }
 

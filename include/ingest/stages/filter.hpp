@@ -35,11 +35,11 @@ class FilterIterator {
 
   /// Checkpoint: the input index, then the input.
   void save(StateWriter& w) const {
-    w.write_i64(index_);
+    w.write(index_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    index_ = r.read_i64();
+    r.read(index_);
     input_.restore(r);
   }
 

@@ -52,11 +52,11 @@ class IgnoreErrorsIterator {
 
   /// Checkpoint: the count of dropped errors, then the input.
   void save(StateWriter& w) const {
-    w.write_i64(ignored_);
+    w.write(ignored_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    ignored_ = r.read_i64();
+    r.read(ignored_);
     input_.restore(r);
   }
 

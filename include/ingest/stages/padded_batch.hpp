@@ -84,13 +84,11 @@ class PaddedBatchIterator {
   /// input. Between calls a padded batch holds no partial batch (elements_
   /// only lives within one next()), so nothing else is stored.
   void save(StateWriter& w) const {
-    w.write_i64(consumed_);
-    w.write_bool(done_);
+    w.write(consumed_, done_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    consumed_ = r.read_i64();
-    done_ = r.read_bool();
+    r.read(consumed_, done_);
     input_.restore(r);
   }
 

@@ -50,13 +50,11 @@ class ShardIterator {
 
   /// Checkpoint: the input position and whether the input ended, then the input.
   void save(StateWriter& w) const {
-    w.write_i64(position_);
-    w.write_bool(done_);
+    w.write(position_, done_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    position_ = r.read_i64();
-    done_ = r.read_bool();
+    r.read(position_, done_);
     input_.restore(r);
   }
 

@@ -40,11 +40,11 @@ class SkipIterator {
 
   /// Checkpoint: the count still to skip, then the input.
   void save(StateWriter& w) const {
-    w.write_i64(to_skip_);
+    w.write(to_skip_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    to_skip_ = r.read_i64();
+    r.read(to_skip_);
     input_.restore(r);
   }
 

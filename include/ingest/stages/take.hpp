@@ -44,11 +44,11 @@ class TakeIterator {
 
   /// Checkpoint: the count left, then the input.
   void save(StateWriter& w) const {
-    w.write_i64(left_);
+    w.write(left_);
     input_.save(w);
   }
   void restore(StateReader& r) {
-    left_ = r.read_i64();
+    r.read(left_);
     input_.restore(r);
   }
 
