@@ -94,6 +94,13 @@ class Rng {
   /// Uniform in [0, 1).
   double uniform01() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
+  /// The generator's state, to save and restore a stream mid-way (a
+  /// checkpoint); an all-zero state is not one a seed gives.
+  const std::uint64_t (&state() const noexcept)[4] { return s_; }
+  void set_state(const std::uint64_t (&s)[4]) noexcept {
+    for (int i = 0; i < 4; ++i) s_[i] = s[i];
+  }
+
  private:
   static constexpr std::uint64_t rotl(std::uint64_t x, int k) noexcept {
     return (x << k) | (x >> (64 - k));

@@ -177,6 +177,19 @@ class StateReader {
     const std::span<const std::byte> s = read_span();
     return {reinterpret_cast<const char*>(s.data()), s.size()};
   }
+  /// A length-prefixed byte string, without a copy (valid while the state is).
+  std::span<const std::byte> read_span() {
+    const std::size_t at = pos_;
+    const std::uint64_t n = read_u64();
+    if (n > limit_ - pos_) {
+      detail::throw_state_error("length " + std::to_string(n) + " exceeds the " +
+                                    std::to_string(limit_ - pos_) + " bytes left",
+                                offset(at));
+    }
+    const std::span<const std::byte> s = data_.subspan(pos_, static_cast<std::size_t>(n));
+    pos_ += static_cast<std::size_t>(n);
+    return s;
+  }
   /// Reads a position in a sequence of `size` items (`size` itself: the
   /// end); a larger one is a DataLossError naming `stage`, e.g. "from_vector
   /// position 9 is past its 4 elements".
@@ -252,18 +265,6 @@ class StateReader {
     const std::uint64_t v = detail::get_le(data_.data() + pos_, bytes);
     pos_ += static_cast<std::size_t>(bytes);
     return v;
-  }
-  std::span<const std::byte> read_span() {
-    const std::size_t at = pos_;
-    const std::uint64_t n = read_u64();
-    if (n > limit_ - pos_) {
-      detail::throw_state_error("length " + std::to_string(n) + " exceeds the " +
-                                    std::to_string(limit_ - pos_) + " bytes left",
-                                offset(at));
-    }
-    const std::span<const std::byte> s = data_.subspan(pos_, static_cast<std::size_t>(n));
-    pos_ += static_cast<std::size_t>(n);
-    return s;
   }
   template <class T>
   void read_field(T& v) {

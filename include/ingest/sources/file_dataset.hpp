@@ -101,7 +101,7 @@ class FileSequenceIterator {
   /// Checkpoint: the next file's index, whether a file is open and the
   /// offset of its next record, and the record count. Restore reopens that
   /// file and continues at the offset (Reader::seek). Readers without
-  /// offset()/seek() (csv, fixed_length_records for now) cannot be saved.
+  /// offset()/seek() (csv for now) cannot be saved.
   void save(StateWriter& w) const {
     if constexpr (seekable) {
       w.write_u64(file_);

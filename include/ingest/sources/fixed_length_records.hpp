@@ -58,6 +58,35 @@ class FixedLengthRecordReader {
         footer_bytes_(config.options.footer_bytes),
         chunk_(std::max<std::size_t>(config.options.buffer_size, 64)) {}
 
+  /// Offset of the next record in the (decompressed) stream; 0 before the
+  /// first read (the header is not skipped yet).
+  std::uint64_t offset() const noexcept { return stream_.offset(); }
+  /// Continues at `offset`, a record's start that offset() returned, on a
+  /// reader that has read nothing. The offset is checked against the file:
+  /// past the header, on a record boundary and before the footer.
+  void seek(std::uint64_t offset) {
+    if (offset == 0) return;  // nothing was read: the header is skipped as usual
+    header_skipped_ = true;
+    const auto not_a_record = [&](const std::string& why) {
+      done_ = true;
+      throw DataLossError("checkpoint: offset " + std::to_string(offset) +
+                              " is not a record's start: " + why + " (did the file change?)",
+                          {.file = stream_.path(), .offset = offset});
+    };
+    if (offset < header_bytes_ || (offset - header_bytes_) % record_bytes_ != 0) {
+      not_a_record("header_bytes " + std::to_string(header_bytes_) + ", record_bytes " +
+                   std::to_string(record_bytes_));
+    }
+    if (const auto size = stream_.remaining()) {
+      const std::uint64_t bytes = header_bytes_ + footer_bytes_;
+      if (*size < bytes || offset > *size - footer_bytes_ || (*size - bytes) % record_bytes_ != 0) {
+        not_a_record("the file has " + std::to_string(*size) + " bytes");
+      }
+      records_left_ = (*size - footer_bytes_ - offset) / record_bytes_;
+    }
+    stream_.seek(offset);
+  }
+
   std::optional<std::string> read() {
     if (done_) return std::nullopt;
     if (!header_skipped_) {

@@ -33,6 +33,27 @@ class ConcatenateIterator {
     return second_it_->next();
   }
 
+  /// Checkpoint: which input is being read, then that input.
+  void save(StateWriter& w) const {
+    w.write(second_it_.has_value());
+    if (second_it_) {
+      second_it_->save(w);
+    } else {
+      first_->save(w);
+    }
+  }
+  void restore(StateReader& r) {
+    bool second = false;
+    r.read(second);
+    if (second) {
+      first_.reset();
+      second_it_.emplace(detail::child_iterator(second_, ctx_));
+      second_it_->restore(r);
+    } else {
+      first_->restore(r);
+    }
+  }
+
   std::size_t fill(std::span<value_type> out) requires bulk_iterator<FirstIt> &&
       bulk_iterator<SecondIt> {
     return second_it_ ? second_it_->fill(out) : first_->fill(out);
@@ -63,6 +84,12 @@ class ConcatenateDataset
     if (a == infinite_cardinality || b == infinite_cardinality) return infinite_cardinality;
     if (a == unknown_cardinality || b == unknown_cardinality) return unknown_cardinality;
     return a + b;
+  }
+
+  /// Both inputs' descriptions.
+  void fingerprint(Fingerprint& fp) const {
+    detail::fingerprint_of(first_, fp);
+    detail::fingerprint_of(second_, fp);
   }
 
  private:

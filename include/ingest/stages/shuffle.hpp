@@ -27,6 +27,8 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/random.hpp"
+#include "ingest/core/serializer.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -37,9 +39,18 @@ class ShuffleIterator {
  public:
   using value_type = typename InputIt::value_type;
 
+  /// `passes`, where the dataset reshuffles each pass: its pass counter,
+  /// this iterator's pass being `pass` (a restore moves the counter on).
   ShuffleIterator(InputIt input, std::size_t buffer_size, std::uint64_t seed,
-                  CancellationToken cancel = {})
-      : input_(std::move(input)), capacity_(buffer_size), rng_(seed), cancel_(std::move(cancel)) {}
+                  CancellationToken cancel = {},
+                  std::shared_ptr<std::atomic<std::uint64_t>> passes = nullptr,
+                  std::uint64_t pass = 0)
+      : input_(std::move(input)),
+        capacity_(buffer_size),
+        rng_(seed),
+        cancel_(std::move(cancel)),
+        passes_(std::move(passes)),
+        pass_(pass) {}
 
   std::optional<value_type> next() {
     deferred_.rethrow_if_any();
@@ -63,6 +74,83 @@ class ShuffleIterator {
       buffer_.pop_back();
     }
     return out;
+  }
+
+  /// Checkpoint: the pass, the generator's state, the buffered elements
+  /// (through ingest::serializer<T>, as tf.data stores them: the state grows
+  /// with the buffer) and whether the input ended, then the input. Restore
+  /// moves the dataset's pass counter past the saved pass, so the passes
+  /// that follow reshuffle as they would have.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<value_type>) {
+      if (deferred_) {
+        throw Unimplemented(
+            "checkpoint: stage 'shuffle' cannot be saved while an input error is pending",
+            {.stage = "shuffle"});
+      }
+      const auto& rng = rng_.state();
+      w.write(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, buffer_.size());
+      ByteWriter element;
+      for (const value_type& x : buffer_) {
+        element.clear();
+        serializer<value_type>::write(element, x);
+        w.write_bytes(element.bytes());
+      }
+      input_.save(w);
+    } else {
+      (void)w;
+      throw Unimplemented(
+          "checkpoint: stage 'shuffle' stores its buffered elements, and they have no "
+          "ingest::serializer<T> (specialise it for the element type)",
+          {.stage = "shuffle"});
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<value_type>) {
+      const std::uint64_t at = r.offset();
+      std::uint64_t rng[4];
+      std::size_t count = 0;
+      r.read(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, count);
+      if ((rng[0] | rng[1] | rng[2] | rng[3]) == 0) {
+        throw DataLossError("checkpoint: shuffle's generator state is all zero",
+                            {.stage = "shuffle", .offset = at});
+      }
+      // Bounded before anything is allocated: at most the buffer's size, and
+      // each element takes at least its 8-byte length.
+      if (count > capacity_ || count > r.remaining() / 8) {
+        throw DataLossError("checkpoint: shuffle holds " + std::to_string(count) +
+                                " elements, more than its buffer of " + std::to_string(capacity_) +
+                                " or the state's bytes",
+                            {.stage = "shuffle", .offset = at});
+      }
+      rng_.set_state(rng);
+      buffer_.clear();
+      buffer_.reserve(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint64_t element_at = r.offset();
+        ByteReader element(r.read_span());
+        try {
+          buffer_.push_back(serializer<value_type>::read(element));
+        } catch (Error& e) {
+          e.add_context({.stage = "shuffle", .offset = element_at});
+          throw;
+        }
+        if (element.remaining() != 0) {
+          throw DataLossError("checkpoint: shuffle's buffered element " + std::to_string(i) +
+                                  " has " + std::to_string(element.remaining()) +
+                                  " bytes left after it was read",
+                              {.stage = "shuffle", .offset = element_at});
+        }
+      }
+      if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
+      input_.restore(r);
+    } else {
+      (void)r;
+      throw Unimplemented(
+          "checkpoint: stage 'shuffle' stores its buffered elements, and they have no "
+          "ingest::serializer<T> (specialise it for the element type)",
+          {.stage = "shuffle"});
+    }
   }
 
  private:
@@ -91,6 +179,8 @@ class ShuffleIterator {
   std::size_t capacity_;
   Rng rng_;
   CancellationToken cancel_;
+  std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
+  std::uint64_t pass_;
   std::vector<value_type> buffer_;
   bool filled_ = false;
   bool input_done_ = false;
@@ -122,10 +212,17 @@ class ShuffleDataset
     const std::uint64_t seed =
         options_.reshuffle_each_iteration ? derive_seed(base_seed_, pass) : base_seed_;
     return ShuffleIterator<It>(std::move(input), static_cast<std::size_t>(buffer_size_), seed,
-                               ctx.cancellation);
+                               ctx.cancellation,
+                               options_.reshuffle_each_iteration ? passes_ : nullptr, pass);
   }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }
+
+  /// The buffer size and the seed (a seed drawn from the OS differs between
+  /// processes: such a state restores only into this dataset).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(buffer_size_).add(options_.reshuffle_each_iteration).add(base_seed_);
+  }
 
  private:
   std::int64_t buffer_size_;

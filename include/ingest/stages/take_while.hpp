@@ -36,6 +36,17 @@ class TakeWhileIterator {
     return std::nullopt;
   }
 
+  /// Checkpoint: the input index and whether the predicate ended the pass,
+  /// then the input.
+  void save(StateWriter& w) const {
+    w.write(index_, done_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    r.read(index_, done_);
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   Pred pred_;

@@ -31,6 +31,16 @@ class ZipIterator {
     return pull(std::index_sequence_for<InputIts...>{});
   }
 
+  /// Checkpoint: whether an input ended, then each input in order.
+  void save(StateWriter& w) const {
+    w.write(done_);
+    std::apply([&](const auto&... in) { (in.save(w), ...); }, inputs_);
+  }
+  void restore(StateReader& r) {
+    r.read(done_);
+    std::apply([&](auto&... in) { (in.restore(r), ...); }, inputs_);
+  }
+
  private:
   template <std::size_t... I>
   std::optional<value_type> pull(std::index_sequence<I...>) {
@@ -86,6 +96,12 @@ class ZipDataset
       if (c != infinite_cardinality && (n == infinite_cardinality || c < n)) n = c;
     }
     return n;
+  }
+
+  /// The inputs' descriptions, in order.
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(sizeof...(Inputs)));
+    std::apply([&](const auto&... d) { (detail::fingerprint_of(d, fp), ...); }, inputs_);
   }
 
  private:
