@@ -6,7 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -216,6 +219,50 @@ TEST_CASE("checkpoint: fixed_length_records with header and footer, plain and GZ
   }
 }
 
+TEST_CASE("checkpoint: csv and csv_rows keep offsets and line numbers", "[stages][checkpoint]") {
+  TempDir dir;
+  // A quoted field spanning lines, so that records and lines differ.
+  write_file(dir / "a.csv", "id,name,score\n1,\"multi\nline\",0.5\n2,bob,1.5\n3,,2.5\n");
+  write_file(dir / "b.csv", "id,name,score\n4,dan,3.5\n");
+  write_file(dir / "c.csv.gz", gzip_bytes("id,name,score\n5,eve,4.5\n6,fay,5.5\n"));
+  check_restore_everywhere([&] {
+    return csv<std::int64_t, std::string, double>(
+        {dir / "a.csv", dir / "b.csv"},
+        {.defaults = {std::nullopt, std::string("?"), std::nullopt}, .header = true});
+  });
+  check_restore_everywhere([&] {
+    return csv<std::int64_t, double>(
+        dir / "c.csv.gz",
+        {.header = true, .select_names = {"id", "score"}, .compression = Compression::gzip});
+  });
+  check_restore_everywhere([&] {
+    return csv_rows({dir / "a.csv", dir / "b.csv"}).map([](const CsvRow& row) {
+      return std::to_string(row.line()) + ":" + std::string(row["id"]) + "," +
+             std::string(row["name"]) + "," + std::string(row["score"]);
+    });
+  });
+
+  // After a restore, an error names the line it would have named without one
+  // (the first record spans lines 2-3, the bad field is on line 4).
+  write_file(dir / "bad.csv", "id,name,score\n1,\"a\nb\",0.5\n2,c,oops\n3,d,1\n");
+  const auto make = [&] {
+    return csv<std::int64_t, std::string, double>(dir / "bad.csv", {.header = true});
+  };
+  auto it = make().iterator();
+  REQUIRE(it.next().has_value());
+  const IteratorState state = it.save();
+  auto resumed = make().iterator(state);
+  try {
+    resumed.next();
+    FAIL("'oops' parsed as a number");
+  } catch (const InvalidArgument& e) {
+    INFO(e.what());
+    CHECK(e.context().line == 4);
+    CHECK(e.context().column == 2);
+  }
+  CHECK(resumed.next() == std::tuple<std::int64_t, std::string, double>(3, "d", 1.0));
+}
+
 TEST_CASE("checkpoint: zip, concatenate and take_while", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     return zip(range(7), range(10).map([](std::int64_t x) { return std::to_string(x); }));
@@ -230,6 +277,47 @@ TEST_CASE("checkpoint: zip, concatenate and take_while", "[stages][checkpoint]")
   CHECK_THROWS_AS(zip(range(5), range(7)).iterator(state), InvalidArgument);
   const auto cat = range(2).concatenate(range(3)).iterator().save();
   CHECK_THROWS_AS(range(2).concatenate(range(4)).iterator(cat), InvalidArgument);
+}
+
+namespace {
+// A generator with the checkpoint hooks: its position is its next value.
+struct Counter {
+  std::int64_t next = 0, end = 0;
+  std::optional<std::int64_t> operator()() {
+    if (next == end) return std::nullopt;
+    return next++;
+  }
+  std::string save() const { return std::to_string(next); }
+  void restore(std::string_view bytes) { next = std::stoll(std::string(bytes)); }
+};
+}  // namespace
+
+TEST_CASE("checkpoint: from_generator with save/restore hooks; without them it says so",
+          "[stages][checkpoint]") {
+  check_restore_everywhere([] {
+    return from_generator([] { return Counter{.next = 3, .end = 11}; })
+        .map([](std::int64_t x) { return x * 10; })
+        .repeat(2)
+        .batch(3);
+  });
+  // A lambda generator has no hooks: Unimplemented, naming the stage and what to add.
+  auto it = from_generator([] {
+              return [i = 0]() mutable -> std::optional<int> {
+                if (i == 5) return std::nullopt;
+                return i++;
+              };
+            }).iterator();
+  REQUIRE(it.next().has_value());
+  CHECK_THROWS_AS(it.save(), Unimplemented);
+  CHECK_THROWS_WITH(it.save(), Catch::Contains("stage 'from_generator'") &&
+                                   Catch::Contains("std::string save() const"));
+  CHECK(drain(it).size() == 4);
+  // A hook that throws surfaces as the stage's error.
+  struct Broken : Counter {
+    std::string save() const { throw std::runtime_error("no position"); }
+  };
+  auto broken = from_generator([] { return Broken{{.next = 0, .end = 3}}; }).iterator();
+  CHECK_THROWS_WITH(broken.save(), Catch::Contains("no position"));
 }
 
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/formats/compression.hpp"
 
 namespace ingest::detail {
@@ -69,6 +70,22 @@ class CsvRecordReader {
   /// 1-based line where the current record starts.
   std::int64_t record_line() const noexcept { return record_line_; }
   const std::string& path() const noexcept { return stream_.path(); }
+
+  /// Checkpoint: the offset of the next record in the (decompressed) stream
+  /// and its line. Restore continues there, numbering lines on from it; the
+  /// offset may not be before what was read already (e.g. a header).
+  void save(StateWriter& w) const { w.write(stream_.offset(), line_); }
+  void restore(StateReader& r) {
+    std::uint64_t offset = 0;
+    r.read(offset, line_);
+    if (offset < stream_.offset()) {
+      throw DataLossError("checkpoint: offset " + std::to_string(offset) +
+                              " is before the header's end at " + std::to_string(stream_.offset()) +
+                              " (did the file change?)",
+                          {.file = stream_.path(), .offset = offset});
+    }
+    stream_.seek(offset);
+  }
 
  private:
   struct Scan {

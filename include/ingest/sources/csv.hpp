@@ -238,6 +238,23 @@ class CsvReader {
     return build(std::index_sequence_for<Cols...>{});
   }
 
+  /// Checkpoint: whether the header is still to be read, whether the file
+  /// was abandoned, then the record reader's offset and line. Restore
+  /// re-reads the header (its names serve messages and select_names).
+  void save(StateWriter& w) const {
+    w.write(skip_header_, abandoned_);
+    records_.save(w);
+  }
+  void restore(StateReader& r) {
+    bool header_pending = true;
+    r.read(header_pending, abandoned_);
+    if (!header_pending && skip_header_ && !abandoned_) {
+      skip_header_ = false;
+      read_header();
+    }
+    records_.restore(r);
+  }
+
  private:
   // Reads the header line: its names label the columns in messages, and
   // select_names is resolved against it. A file whose header cannot serve

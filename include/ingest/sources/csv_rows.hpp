@@ -279,6 +279,18 @@ class CsvRowsReader {
     return row;
   }
 
+  /// Checkpoint: whether the header is still to be read, whether the file
+  /// was abandoned, then the record reader's offset and line (the header was
+  /// checked against the schema when it was read; it is skipped by the seek).
+  void save(StateWriter& w) const {
+    w.write(skip_header_, abandoned_);
+    records_.save(w);
+  }
+  void restore(StateReader& r) {
+    r.read(skip_header_, abandoned_);
+    records_.restore(r);
+  }
+
  private:
   bool same_header(const std::vector<std::string>& header) const {
     if (records_.size() != header.size()) return false;

@@ -98,28 +98,30 @@ class FileSequenceIterator {
     }
   }
 
-  /// Checkpoint: the next file's index, whether a file is open and the
-  /// offset of its next record, and the record count. Restore reopens that
-  /// file and continues at the offset (Reader::seek). Readers without
-  /// offset()/seek() (csv for now) cannot be saved.
+  /// Checkpoint: the next file's index, whether a file is open, the record
+  /// count, and the open file's position: the offset of its next record
+  /// (Reader::offset/seek) or what the reader saves itself (Reader::save/
+  /// restore, e.g. csv's offset and line). Restore reopens that file and
+  /// continues there.
   void save(StateWriter& w) const {
-    if constexpr (seekable) {
-      w.write_u64(file_);
-      w.write_bool(reader_.has_value());
-      if (reader_) w.write_u64(reader_->offset());
-      w.write_i64(produced_);
+    if constexpr (self_saving || seekable) {
+      w.write(file_, reader_.has_value(), produced_);
+      if constexpr (self_saving) {
+        if (reader_) reader_->save(w);
+      } else {
+        if (reader_) w.write(reader_->offset());
+      }
     } else {
       (void)w;
       throw_not_seekable();
     }
   }
   void restore(StateReader& r) {
-    if constexpr (seekable) {
+    if constexpr (self_saving || seekable) {
       const std::uint64_t at = r.offset();
-      const std::uint64_t file = r.read_u64();
-      const bool open_file = r.read_bool();
-      const std::uint64_t offset = open_file ? r.read_u64() : 0;
-      produced_ = r.read_i64();
+      std::uint64_t file = 0;
+      bool open_file = false;
+      r.read(file, open_file, produced_);
       if (file > paths_.size() || (open_file && file == 0)) {
         throw DataLossError("checkpoint: file index " + std::to_string(file) + " of " +
                                 std::to_string(paths_.size()) + " files is out of range",
@@ -131,7 +133,11 @@ class FileSequenceIterator {
         const std::string& path = paths_[file_ - 1];
         try {
           open(path);
-          reader_->seek(offset);
+          if constexpr (self_saving) {
+            reader_->restore(r);
+          } else {
+            reader_->seek(r.read_u64());
+          }
         } catch (Error& e) {
           reader_.reset();
           e.add_context({.stage = stage_, .file = path});
@@ -145,6 +151,11 @@ class FileSequenceIterator {
   }
 
  private:
+  static constexpr bool self_saving =
+      requires(Reader & reader, const Reader& c, StateWriter& w, StateReader& r) {
+    c.save(w);
+    reader.restore(r);
+  };
   static constexpr bool seekable = requires(Reader & reader, const Reader& c) {
     { c.offset() } -> std::convertible_to<std::uint64_t>;
     reader.seek(std::uint64_t{});

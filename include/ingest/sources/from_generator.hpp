@@ -4,10 +4,19 @@
 // Dataset.from_generator, without the Python GIL: g runs on whichever thread
 // pulls from this source. An exception from make or g surfaces from next() as
 // a FunctionError with the element index; the following call asks g again.
+//
+// Checkpoints: a generator is user state, so a pipeline starting with one
+// can be saved only if the generator says how: give its type the hook pair
+//   std::string save() const;            // the generator's position, as bytes
+//   void restore(std::string_view bytes);  // on a fresh generator from make()
+// Without them, save() raises Unimplemented naming from_generator and the
+// hooks, never a silent wrong resume.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -46,7 +55,42 @@ class FromGeneratorIterator {
     return x;
   }
 
+  /// Checkpoint: the element index, whether the pass ended and the
+  /// generator's own bytes from its save() hook.
+  void save(StateWriter& w) const {
+    if constexpr (restorable) {
+      w.write(index_, done_);
+      const auto hook = [&] { return std::string(gen_.save()); };
+      w.write_string(detail::invoke_user("from_generator", index_, hook));
+    } else {
+      (void)w;
+      throw_not_restorable();
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (restorable) {
+      r.read(index_, done_);
+      const std::string bytes = r.read_string();
+      const auto hook = [&] { gen_.restore(std::string_view(bytes)); };
+      detail::invoke_user("from_generator", index_, hook);
+    } else {
+      (void)r;
+      throw_not_restorable();
+    }
+  }
+
  private:
+  static constexpr bool restorable = requires(const Gen& c, Gen& g, std::string_view b) {
+    { c.save() } -> std::convertible_to<std::string>;
+    g.restore(b);
+  };
+  [[noreturn]] static void throw_not_restorable() {
+    throw Unimplemented(
+        "checkpoint: stage 'from_generator' cannot be saved: its generator has no hooks (give "
+        "its type `std::string save() const` and `void restore(std::string_view)`)",
+        {.stage = "from_generator"});
+  }
+
   Gen gen_;
   std::int64_t index_ = 0;
   bool done_ = false;
