@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@
 
 #include "ingest/core/crc32c.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/serializer.hpp"
 
 namespace ingest {
 
@@ -106,6 +108,14 @@ class StateWriter {
   void write_string(std::string_view s) {
     write_bytes(std::as_bytes(std::span(s.data(), s.size())));
   }
+  /// Writes an element (or any value with an ingest::serializer<T>) as one
+  /// length-prefixed field: what shuffle's buffer and scan's state store.
+  template <serializable T>
+  void write_element(const T& v) {
+    scratch_.clear();
+    serializer<T>::write(scratch_, v);
+    write_bytes(scratch_.bytes());
+  }
   /// Writes scalar fields in order: bools, integers (as 64 bits) and doubles.
   template <class... T>
   void write(const T&... v) {
@@ -147,6 +157,7 @@ class StateWriter {
   }
 
   std::vector<std::byte> out_;
+  ByteWriter scratch_;  // write_element's, reused
 };
 
 /// Reads a payload StateWriter wrote. Every read is bounds-checked against
@@ -202,6 +213,26 @@ class StateReader {
                           {.stage = std::string(stage), .offset = at});
     }
     return static_cast<std::size_t>(pos);
+  }
+  /// Reads what StateWriter::write_element wrote. A serializer's error, or
+  /// bytes it left unread, is a DataLossError naming `stage` and the offset.
+  template <serializable T>
+  T read_element(std::string_view stage) {
+    const std::uint64_t at = offset();
+    ByteReader bytes(read_span());
+    std::optional<T> v;
+    try {
+      v.emplace(serializer<T>::read(bytes));
+    } catch (Error& e) {
+      e.add_context({.stage = std::string(stage), .offset = at});
+      throw;
+    }
+    if (bytes.remaining() != 0) {
+      throw DataLossError("checkpoint: a stored value of stage '" + std::string(stage) + "' has " +
+                              std::to_string(bytes.remaining()) + " bytes left after it was read",
+                          {.stage = std::string(stage), .offset = at});
+    }
+    return std::move(*v);
   }
   /// Reads scalar fields StateWriter::write wrote, in the same order. An
   /// unsigned integer narrower than 64 bits that does not fit is an error.

@@ -64,6 +64,17 @@ class RandomSeedIterator {
     return value_type(element_seed(seed_, epoch_, position), std::move(*x));
   }
 
+  /// Checkpoint: the position, then the input (the epoch is the restored
+  /// repeat's, which re-creates this stage for its pass).
+  void save(StateWriter& w) const {
+    w.write(position_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) {
+    r.read(position_);
+    input_.restore(r);
+  }
+
  private:
   InputIt input_;
   std::uint64_t seed_;
@@ -90,6 +101,10 @@ class RandomSeedDataset
 
   std::uint64_t seed() const noexcept { return seed_; }
   std::int64_t cardinality() const { return this->input_cardinality(); }
+
+  /// The seed (one drawn when the dataset was built differs between
+  /// processes: such a state restores only into this dataset).
+  void fingerprint(Fingerprint& fp) const { fp.add(seed_); }
 
  private:
   std::uint64_t seed_;

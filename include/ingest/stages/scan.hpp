@@ -16,6 +16,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -45,7 +46,38 @@ class ScanIterator {
     return std::optional<value_type>(std::move(r.second));
   }
 
+  /// Checkpoint: the input index and the scan state through
+  /// ingest::serializer<S> (user state: without a serializer, save() raises
+  /// Unimplemented naming scan), then the input.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<S>) {
+      w.write(index_);
+      w.write_element(state_);
+      input_.save(w);
+    } else {
+      (void)w;
+      throw_not_serializable();
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<S>) {
+      r.read(index_);
+      state_ = r.read_element<S>("scan");
+      input_.restore(r);
+    } else {
+      (void)r;
+      throw_not_serializable();
+    }
+  }
+
  private:
+  [[noreturn]] static void throw_not_serializable() {
+    throw Unimplemented(
+        "checkpoint: stage 'scan' holds a state with no ingest::serializer<S> (specialise it for "
+        "the state type)",
+        {.stage = "scan"});
+  }
+
   InputIt input_;
   S state_;
   F f_;

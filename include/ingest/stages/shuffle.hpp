@@ -27,7 +27,6 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/random.hpp"
-#include "ingest/core/serializer.hpp"
 #include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
@@ -90,12 +89,7 @@ class ShuffleIterator {
       }
       const auto& rng = rng_.state();
       w.write(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, buffer_.size());
-      ByteWriter element;
-      for (const value_type& x : buffer_) {
-        element.clear();
-        serializer<value_type>::write(element, x);
-        w.write_bytes(element.bytes());
-      }
+      for (const value_type& x : buffer_) w.write_element(x);
       input_.save(w);
     } else {
       (void)w;
@@ -126,22 +120,8 @@ class ShuffleIterator {
       rng_.set_state(rng);
       buffer_.clear();
       buffer_.reserve(count);
-      for (std::size_t i = 0; i < count; ++i) {
-        const std::uint64_t element_at = r.offset();
-        ByteReader element(r.read_span());
-        try {
-          buffer_.push_back(serializer<value_type>::read(element));
-        } catch (Error& e) {
-          e.add_context({.stage = "shuffle", .offset = element_at});
-          throw;
-        }
-        if (element.remaining() != 0) {
-          throw DataLossError("checkpoint: shuffle's buffered element " + std::to_string(i) +
-                                  " has " + std::to_string(element.remaining()) +
-                                  " bytes left after it was read",
-                              {.stage = "shuffle", .offset = element_at});
-        }
-      }
+      for (std::size_t i = 0; i < count; ++i)
+        buffer_.push_back(r.read_element<value_type>("shuffle"));
       if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
       input_.restore(r);
     } else {
