@@ -368,6 +368,35 @@ TEST_CASE("checkpoint: scan stores its state; random_map's randomness resumes pe
   CHECK_THROWS_AS(seeded(2).iterator(seeded(1).iterator().save()), InvalidArgument);
 }
 
+TEST_CASE("checkpoint: sample_from_datasets and choose_from_datasets", "[stages][checkpoint]") {
+  // Inputs of different lengths (one is exhausted mid-pass), drawn anew
+  // each epoch of the repeat.
+  check_restore_everywhere([] {
+    return sample_from_datasets(std::vector{range(5), range(100, 103), range(200, 208)},
+                                std::vector{0.5, 0.3, 0.2}, std::uint64_t{11},
+                                {.rerandomize_each_iteration = true})
+        .repeat(2);
+  });
+  // A tuple of different types, a zero weight, stop_on_empty_dataset.
+  check_restore_everywhere([] {
+    return sample_from_datasets(
+        std::tuple{range(6), range(50, 60).map([](std::int64_t x) { return -x; }), range(9)},
+        std::vector{1.0, 1.0, 0.0}, std::uint64_t{3}, {.stop_on_empty_dataset = true});
+  });
+  check_restore_everywhere([] {
+    return choose_from_datasets(std::vector{range(4), range(10, 13)},
+                                from_vector(std::vector<std::int64_t>{0, 1, 1, 0, 1, 1, 0, 0, 0}));
+  });
+  // Other weights or another seed: another pipeline.
+  const auto sampled = [](double w, std::uint64_t seed) {
+    return sample_from_datasets(std::vector{range(3), range(3)}, std::vector{w, 1.0}, seed);
+  };
+  const IteratorState state = sampled(1.0, 1).iterator().save();
+  CHECK_NOTHROW(sampled(1.0, 1).iterator(state));
+  CHECK_THROWS_AS(sampled(2.0, 1).iterator(state), InvalidArgument);
+  CHECK_THROWS_AS(sampled(1.0, 2).iterator(state), InvalidArgument);
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

@@ -25,6 +25,7 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/iterator.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/probe.hpp"
 
 namespace ingest::detail {
@@ -47,6 +48,10 @@ struct dataset_list<std::vector<D>> {
     for (const D& d : ds) out.push_back(cardinality_of(d));
     return out;
   }
+  static void fingerprint(const std::vector<D>& ds, Fingerprint& fp) {
+    fp.add(static_cast<std::uint64_t>(ds.size()));
+    for (const D& d : ds) fingerprint_of(d, fp);
+  }
 };
 
 template <class D0, class... Ds>
@@ -61,10 +66,38 @@ struct dataset_list<std::tuple<D0, Ds...>> {
   static std::vector<std::int64_t> cardinalities(const std::tuple<D0, Ds...>& ds) {
     return std::apply([](const auto&... d) { return std::vector{cardinality_of(d)...}; }, ds);
   }
+  static void fingerprint(const std::tuple<D0, Ds...>& ds, Fingerprint& fp) {
+    fp.add(static_cast<std::uint64_t>(1 + sizeof...(Ds)));
+    std::apply([&](const auto&... d) { (fingerprint_of(d, fp), ...); }, ds);
+  }
 };
 
 /// The suffix that keeps input i's node apart from the others' in stats.
 inline std::string input_suffix(std::size_t i) { return " [" + std::to_string(i) + "]"; }
+
+/// One input of a directed interleave in a checkpoint: open or not, then its
+/// state. An input saved open must be open here (the same inputs are opened
+/// for the same weights, which the fingerprint covers).
+template <class It>
+void save_input(StateWriter& w, const std::optional<It>& it) {
+  w.write(it.has_value());
+  if (it) it->save(w);
+}
+template <class It>
+void restore_input(StateReader& r, std::optional<It>& it) {
+  const std::uint64_t at = r.offset();
+  bool open = false;
+  r.read(open);
+  if (open && !it) {
+    throw DataLossError("checkpoint: an input saved open was never opened in this pipeline",
+                        {.offset = at});
+  }
+  if (open) {
+    it->restore(r);
+  } else {
+    it.reset();
+  }
+}
 
 /// The open iterators of a list of inputs; a closed one is released at once.
 template <class Inputs>
@@ -93,6 +126,14 @@ class DirectedInputs<std::vector<D>> {
     for (auto& it : its_) it.reset();
   }
 
+  /// Checkpoint: for each input, whether it is open, then its state.
+  void save(StateWriter& w) const {
+    for (const auto& it : its_) save_input(w, it);
+  }
+  void restore(StateReader& r) {
+    for (auto& it : its_) restore_input(r, it);
+  }
+
  private:
   std::vector<std::optional<child_iterator_t<D>>> its_;
 };
@@ -117,6 +158,14 @@ class DirectedInputs<std::tuple<Ds...>> {
     std::apply([](auto&... it) { (it.reset(), ...); }, its_);
   }
 
+  /// Checkpoint: for each input, whether it is open, then its state.
+  void save(StateWriter& w) const {
+    std::apply([&](const auto&... it) { (save_input(w, it), ...); }, its_);
+  }
+  void restore(StateReader& r) {
+    std::apply([&](auto&... it) { (restore_input(r, it), ...); }, its_);
+  }
+
  private:
   template <class Open, std::size_t... I>
   void open_all(const std::tuple<Ds...>& ds, const IteratorContext& ctx, Open& open,
@@ -129,18 +178,18 @@ class DirectedInputs<std::tuple<Ds...>> {
   template <std::size_t... I>
   bool is_open(std::size_t i, std::index_sequence<I...>) const noexcept {
     bool open = false;
-    ((i == I ? (open = std::get<I>(its_).has_value(), true) : false) || ...);
+    (void)((i == I ? (open = std::get<I>(its_).has_value(), true) : false) || ...);
     return open;
   }
   template <std::size_t... I>
   std::optional<value_type> next(std::size_t i, std::index_sequence<I...>) {
     std::optional<value_type> x;
-    ((i == I ? (x = std::get<I>(its_)->next(), true) : false) || ...);
+    (void)((i == I ? (x = std::get<I>(its_)->next(), true) : false) || ...);
     return x;
   }
   template <std::size_t... I>
   void close(std::size_t i, std::index_sequence<I...>) noexcept {
-    ((i == I ? (std::get<I>(its_).reset(), true) : false) || ...);
+    (void)((i == I ? (std::get<I>(its_).reset(), true) : false) || ...);
   }
 
   std::tuple<std::optional<child_iterator_t<Ds>>...> its_;
@@ -148,12 +197,14 @@ class DirectedInputs<std::tuple<Ds...>> {
 
 /// A directed interleave's selector: `std::optional<std::int64_t> next()`
 /// (the index of the input to read, std::nullopt at its end; it may throw,
-/// an error at that position) and `void exhausted(std::size_t i)` (input i
-/// has been closed).
+/// an error at that position), `void exhausted(std::size_t i)` (input i
+/// has been closed), and save/restore of its position for checkpoints.
 template <class S>
-concept selector = requires(S& s, std::size_t i) {
+concept selector = requires(S& s, const S& c, std::size_t i, StateWriter& w, StateReader& r) {
   { s.next() } -> std::same_as<std::optional<std::int64_t>>;
   s.exhausted(i);
+  c.save(w);  // checkpoints: the selector's position
+  s.restore(r);
 };
 
 template <class Inputs, selector Selector>
@@ -201,6 +252,25 @@ class DirectedInterleaveIterator {
     }
     finish();
     return std::nullopt;
+  }
+
+  /// Checkpoint: the selections made, the inputs still open, whether the
+  /// pass ended, then the selector's state and the inputs'.
+  void save(StateWriter& w) const {
+    w.write(selections_, open_, selector_.has_value());
+    if (!selector_) return;  // ended: every input was released
+    selector_->save(w);
+    inputs_.save(w);
+  }
+  void restore(StateReader& r) {
+    bool running = false;
+    r.read(selections_, open_, running);
+    if (!running) {
+      finish();
+      return;
+    }
+    selector_->restore(r);
+    inputs_.restore(r);
   }
 
  private:

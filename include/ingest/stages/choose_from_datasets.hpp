@@ -53,6 +53,10 @@ class ChoiceSelector {
   }
   void exhausted(std::size_t) noexcept {}
 
+  /// Checkpoint: the choices' state.
+  void save(StateWriter& w) const { choices_.save(w); }
+  void restore(StateReader& r) { choices_.restore(r); }
+
  private:
   ChoiceIt choices_;
 };
@@ -87,6 +91,13 @@ class ChooseFromDatasetsDataset
   /// The choice dataset's when every input is infinite (each choice gives an
   /// element or an error), else unknown (0 for no choices). tf.data's kernel
   /// says infinite whenever any input is, whatever the choices, else unknown.
+  /// The inputs and the choices.
+  void fingerprint(Fingerprint& fp) const {
+    list::fingerprint(inputs_, fp);
+    detail::fingerprint_of(choices_, fp);
+    fp.add(options_.stop_on_empty_dataset);
+  }
+
   std::int64_t cardinality() const {
     const std::int64_t c = detail::cardinality_of(choices_);
     if (c == 0) return 0;

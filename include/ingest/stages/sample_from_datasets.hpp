@@ -45,8 +45,16 @@ namespace detail {
 /// proportional to its weight, among the inputs not yet exhausted.
 class WeightedSelector {
  public:
-  WeightedSelector(const std::vector<double>& weights, std::uint64_t seed)
-      : weights_(weights), cumulative_(weights.size()), rng_(seed) {
+  /// `passes`, where the dataset draws anew each pass: its pass counter,
+  /// this selector's pass being `pass` (a restore moves the counter on).
+  WeightedSelector(const std::vector<double>& weights, std::uint64_t seed,
+                   std::shared_ptr<std::atomic<std::uint64_t>> passes = nullptr,
+                   std::uint64_t pass = 0)
+      : weights_(weights),
+        cumulative_(weights.size()),
+        rng_(seed),
+        passes_(std::move(passes)),
+        pass_(pass) {
     rebuild();
   }
 
@@ -62,6 +70,26 @@ class WeightedSelector {
   void exhausted(std::size_t i) {
     weights_[i] = 0;
     rebuild();
+  }
+
+  /// Checkpoint: the pass, the generator's state and which inputs are
+  /// exhausted (their weight is 0 now).
+  void save(StateWriter& w) const {
+    const auto& s = rng_.state();
+    w.write(pass_, s[0], s[1], s[2], s[3]);
+    for (const double x : weights_) w.write(x == 0);
+  }
+  void restore(StateReader& r) {
+    std::uint64_t s[4];
+    r.read(pass_, s[0], s[1], s[2], s[3]);
+    rng_.set_state(s);
+    for (double& x : weights_) {
+      bool exhausted = false;
+      r.read(exhausted);
+      if (exhausted) x = 0;
+    }
+    rebuild();
+    if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
   }
 
  private:
@@ -80,6 +108,8 @@ class WeightedSelector {
   double total_ = 0;
   std::size_t last_ = 0;  // the last input with a weight
   Rng rng_;
+  std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // drawing anew: the dataset's counter
+  std::uint64_t pass_;
 };
 
 /// Checks and normalises sample_from_datasets' weights (uniform when absent).
@@ -147,8 +177,16 @@ class SampleFromDatasetsDataset
         static_cast<std::size_t>(std::count_if(w.begin(), w.end(), [](double x) { return x > 0; }));
     return detail::DirectedInterleaveIterator<Inputs, detail::WeightedSelector>(
         detail::DirectedInputs<Inputs>(inputs_, ctx, [&w](std::size_t i) { return w[i] > 0; }),
-        detail::WeightedSelector(w, seed), open, stop_on_empty_, "sample_from_datasets",
-        ctx.cancellation);
+        detail::WeightedSelector(w, seed, rerandomize_ ? passes_ : nullptr, pass), open,
+        stop_on_empty_, "sample_from_datasets", ctx.cancellation);
+  }
+
+  /// The inputs, weights and seed (a seed drawn from the OS differs between
+  /// processes: such a state restores only into this dataset).
+  void fingerprint(Fingerprint& fp) const {
+    list::fingerprint(inputs_, fp);
+    for (const double x : *weights_) fp.add(x);
+    fp.add(stop_on_empty_).add(rerandomize_).add(base_seed_);
   }
 
   /// Over the inputs of weight > 0: with stop_on_empty_dataset, infinite if
