@@ -297,7 +297,7 @@ struct Counter {
 };
 }  // namespace
 
-TEST_CASE("checkpoint: from_generator with save/restore hooks; without them it says so",
+TEST_CASE("checkpoint: from_generator with save/restore hooks, and without them it says so",
           "[stages][checkpoint]") {
   check_restore_everywhere([] {
     return from_generator([] { return Counter{.next = 3, .end = 11}; })
@@ -325,7 +325,7 @@ TEST_CASE("checkpoint: from_generator with save/restore hooks; without them it s
   CHECK_THROWS_WITH(broken.save(), Catch::Contains("no position"));
 }
 
-TEST_CASE("checkpoint: scan stores its state; random_map's randomness resumes per element",
+TEST_CASE("checkpoint: scan stores its state, random_map's randomness resumes per element",
           "[stages][checkpoint]") {
   // A running sum and a running list: states through ingest::serializer.
   check_restore_everywhere([] {
