@@ -4,7 +4,11 @@ in the table and in ladder.json, the autotuned rung faster than the naive
 one, the stats table and the trace line printed, and every picture written
 as well-formed SVG with drawn content.
 
-    check_smoke.py DEMO_EXECUTABLE WORK_DIR
+    check_smoke.py DEMO_EXECUTABLE WORK_DIR [--no-speed]
+
+--no-speed leaves out the speed comparison, for sanitizer builds: there
+every memory access is instrumented and the code unoptimised, so which rung
+is faster says nothing about the pipeline.
 """
 import json
 import os
@@ -25,6 +29,7 @@ def fail(message):
 
 def main():
     demo, work = sys.argv[1], sys.argv[2]
+    check_speed = "--no-speed" not in sys.argv[3:]
     shutil.rmtree(work, ignore_errors=True)
     out = os.path.join(work, "pictures")
     run = subprocess.run([demo, "--smoke", "--data", work, "--out", out],
@@ -49,7 +54,7 @@ def main():
     if len(steps) != 1 or steps.pop() <= 0:
         fail("the rungs ran different numbers of steps")
     naive, tuned = rungs[0]["images_per_s"], rungs[-1]["images_per_s"]
-    if not tuned > naive:
+    if check_speed and not tuned > naive:
         fail("the autotuned rung (%.0f images/s) is not faster than naive (%.0f)" % (tuned, naive))
     pictures = [os.path.join(out, "ladder.svg")] + [r["timeline"] for r in rungs]
     for path in pictures:

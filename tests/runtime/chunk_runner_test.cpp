@@ -70,9 +70,10 @@ TEST_CASE("the runner computes every chunk once, in any pool size",
 
 TEST_CASE("a helping consumer finishes the work even if the pool never runs it",
           "[runtime][chunk_runner][concurrency]") {
+  // Declared before the runtime, so it outlives the pool thread that reads it.
+  std::atomic<bool> release{false};
   Runtime rt(1);
   // Block the only pool thread until the consumer is done.
-  std::atomic<bool> release{false};
   rt.post([&] {
     while (!release.load()) std::this_thread::sleep_for(1ms);
   });

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -395,6 +396,21 @@ TEST_CASE("checkpoint: sample_from_datasets and choose_from_datasets", "[stages]
   CHECK_NOTHROW(sampled(1.0, 1).iterator(state));
   CHECK_THROWS_AS(sampled(2.0, 1).iterator(state), InvalidArgument);
   CHECK_THROWS_AS(sampled(1.0, 2).iterator(state), InvalidArgument);
+}
+
+TEST_CASE("checkpoint: image_folder, and a folder that changed is another pipeline",
+          "[stages][checkpoint]") {
+  TempDir dir;
+  for (const char* path : {"cat/1.jpg", "cat/2.png", "dog/a.jpeg", "dog/b.jpg", "dog/c.jpg"}) {
+    std::filesystem::create_directories(std::filesystem::path(dir / path).parent_path());
+    write_file(dir / path, path);
+  }
+  check_restore_everywhere([&] { return image_folder(dir.path().string()).repeat(2).batch(3); });
+  auto it = image_folder(dir.path().string()).iterator();
+  REQUIRE(it.next().has_value());
+  const IteratorState state = it.save();
+  write_file(dir / "dog/d.jpg", "new");
+  CHECK_THROWS_AS(image_folder(dir.path().string()).iterator(state), InvalidArgument);
 }
 
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {

@@ -207,6 +207,13 @@ class ImageFolderDataset
   const std::vector<std::string>& class_names() const noexcept { return *classes_; }
   std::int64_t cardinality() const { return static_cast<std::int64_t>(samples_->size()); }
 
+  /// The samples found (a folder that changed is another data set: its
+  /// states do not restore here).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(samples_->size()));
+    for (const auto& [path, label] : *samples_) fp.add(path).add(label);
+  }
+
  private:
   // Keeps the walk's result, or raises the error for its empty classes.
   void finish(std::vector<std::string> classes, std::vector<element_type> samples,
