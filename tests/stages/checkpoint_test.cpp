@@ -413,6 +413,23 @@ TEST_CASE("checkpoint: image_folder, and a folder that changed is another pipeli
   CHECK_THROWS_AS(image_folder(dir.path().string()).iterator(state), InvalidArgument);
 }
 
+TEST_CASE("checkpoint: stats() shows the last state's size and save time", "[stages][checkpoint]") {
+  auto it = range(100).batch(4).iterator();
+  CHECK(it.stats().checkpoints == 0);
+  CHECK_THAT(it.stats().to_string(), !Catch::Contains("checkpoint:"));
+  REQUIRE(it.next().has_value());
+  const IteratorState first = it.save();
+  const IteratorState second = it.save();
+  const PipelineStats stats = it.stats();
+  CHECK(stats.checkpoints == 2);
+  CHECK(stats.last_state_bytes == static_cast<std::int64_t>(second.bytes().size()));
+  CHECK(stats.last_save_ms >= 0);
+  CHECK_THAT(stats.to_string(),
+             Catch::Contains("checkpoint: the last state has " +
+                             std::to_string(second.bytes().size()) + " B, saved in") &&
+                 Catch::Contains("(2 saves)"));
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

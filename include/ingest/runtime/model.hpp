@@ -453,6 +453,9 @@ class Model {
   /// readahead): the pipeline iterator starts its autotuner if it has none.
   std::atomic<bool> tunable_added{false};
 
+  /// Checkpoints: the last state's size and how long its save() took.
+  std::atomic<std::int64_t> saves{0}, last_state_bytes{0}, last_save_ns{0};
+
   std::string trace_path;  // written when the pipeline iterator is destroyed
   std::function<void(const PipelineStats&)> on_progress;  // see PipelineOptions
   std::int64_t progress_interval_ns = 0;

@@ -79,9 +79,17 @@ class PipelineIterator {
   /// (in this process or another). Call between calls of next(). Throws
   /// Unimplemented naming the first stage that cannot be saved yet.
   IteratorState save() const {
+    const std::int64_t start = detail::now_ns();
     StateWriter w;
     it_.save(w);
-    return IteratorState(fingerprint(), w.bytes());
+    IteratorState state(fingerprint(), w.bytes());
+    if (model_) {  // stats() shows the last state's size and save time
+      model_->last_state_bytes.store(static_cast<std::int64_t>(state.bytes().size()),
+                                     std::memory_order_relaxed);
+      model_->last_save_ns.store(detail::now_ns() - start, std::memory_order_relaxed);
+      model_->saves.fetch_add(1, std::memory_order_relaxed);
+    }
+    return state;
   }
   /// The fingerprint of the pipeline's description (what a state must match).
   std::uint64_t fingerprint() const {

@@ -71,6 +71,11 @@ struct PipelineStats {
   double seconds = 0;              ///< since the iterator was created
   /// Share of the time the consumer spent waiting in next() for the pipeline.
   double input_wait_percent = 0;
+  /// Checkpoints taken (PipelineIterator::save), the last state's size and
+  /// how long that save() took.
+  std::int64_t checkpoints = 0;
+  std::int64_t last_state_bytes = 0;
+  double last_save_ms = 0;
   /// Why the stage marked as the bottleneck is marked, or why none is (the
   /// consumer hardly waited, or nothing was measured yet).
   std::string bottleneck_reason{};
@@ -123,6 +128,13 @@ struct PipelineStats {
                   seconds, detail::format_percent(input_wait_percent).c_str());
     out += line;
     if (!bottleneck_reason.empty()) out += bottleneck_reason + "\n";
+    if (checkpoints > 0) {
+      std::snprintf(line, sizeof line,
+                    "checkpoint: the last state has %s, saved in %.3f ms (%lld saves)\n",
+                    detail::format_bytes(last_state_bytes).c_str(), last_save_ms,
+                    static_cast<long long>(checkpoints));
+      out += line;
+    }
     return out;
   }
   friend std::ostream& operator<<(std::ostream& os, const PipelineStats& s) {
@@ -249,6 +261,10 @@ inline PipelineStats make_stats(const Model& model) {
   PipelineStats stats;
   const double elapsed_ns = static_cast<double>(now_ns() - model.start_ns());
   stats.seconds = elapsed_ns / 1e9;
+  stats.checkpoints = model.saves.load(std::memory_order_relaxed);
+  stats.last_state_bytes = model.last_state_bytes.load(std::memory_order_relaxed);
+  stats.last_save_ms =
+      static_cast<double>(model.last_save_ns.load(std::memory_order_relaxed)) / 1e6;
   const std::vector<NodeView> views = snapshot(model);
   if (views.empty()) return stats;
   const double root_elements = static_cast<double>(std::max<std::int64_t>(views[0].elements, 1));
