@@ -352,7 +352,7 @@ TEST_CASE("checkpoint: scan stores its state, random_map's randomness resumes pe
                     .iterator();
   REQUIRE(opaque.next().has_value());
   CHECK_THROWS_WITH(opaque.save(),
-                    Catch::Contains("stage 'scan'") && Catch::Contains("ingest::serializer<S>"));
+                    Catch::Contains("stage 'scan'") && Catch::Contains("ingest::serializer<T>"));
   // random_map: each element's generator depends on the seed, the epoch and
   // its position, so a restored pass draws what the uninterrupted one drew.
   check_restore_everywhere([] {
@@ -428,6 +428,15 @@ TEST_CASE("checkpoint: stats() shows the last state's size and save time", "[sta
              Catch::Contains("checkpoint: the last state has " +
                              std::to_string(second.bytes().size()) + " B, saved in") &&
                  Catch::Contains("(2 saves)"));
+}
+
+TEST_CASE("checkpoint: unique stores the elements it has seen", "[stages][checkpoint]") {
+  check_restore_everywhere([] {
+    return from_vector(std::vector<std::int64_t>{3, 1, 3, 2, 1, 4, 4, 5, 2})
+        .unique()
+        .map([](std::int64_t x) { return std::to_string(x); })
+        .unique();
+  });
 }
 
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {

@@ -91,6 +91,17 @@ inline std::uint64_t get_le(const std::byte* p, int bytes) noexcept {
 }
 }  // namespace detail
 
+namespace detail {
+/// What a stage that stores values in its state (shuffle's buffer, scan's
+/// state, unique's set) raises at save() when they have no serializer.
+[[noreturn]] inline void throw_no_serializer(std::string_view stage, std::string_view what) {
+  throw Unimplemented("checkpoint: stage '" + std::string(stage) + "' stores " + std::string(what) +
+                          " in its state, and they have no ingest::serializer<T> (specialise it "
+                          "for their type)",
+                      {.stage = std::string(stage)});
+}
+}  // namespace detail
+
 /// Writes a state's payload: fixed-width little-endian fields, length-prefixed
 /// strings, and one nested section per stage.
 class StateWriter {

@@ -56,7 +56,7 @@ class ScanIterator {
       input_.save(w);
     } else {
       (void)w;
-      throw_not_serializable();
+      detail::throw_no_serializer("scan", "the scan state");
     }
   }
   void restore(StateReader& r) {
@@ -66,18 +66,11 @@ class ScanIterator {
       input_.restore(r);
     } else {
       (void)r;
-      throw_not_serializable();
+      detail::throw_no_serializer("scan", "the scan state");
     }
   }
 
  private:
-  [[noreturn]] static void throw_not_serializable() {
-    throw Unimplemented(
-        "checkpoint: stage 'scan' holds a state with no ingest::serializer<S> (specialise it for "
-        "the state type)",
-        {.stage = "scan"});
-  }
-
   InputIt input_;
   S state_;
   F f_;

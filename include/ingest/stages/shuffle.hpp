@@ -93,10 +93,7 @@ class ShuffleIterator {
       input_.save(w);
     } else {
       (void)w;
-      throw Unimplemented(
-          "checkpoint: stage 'shuffle' stores its buffered elements, and they have no "
-          "ingest::serializer<T> (specialise it for the element type)",
-          {.stage = "shuffle"});
+      detail::throw_no_serializer("shuffle", "its buffered elements");
     }
   }
   void restore(StateReader& r) {
@@ -126,10 +123,7 @@ class ShuffleIterator {
       input_.restore(r);
     } else {
       (void)r;
-      throw Unimplemented(
-          "checkpoint: stage 'shuffle' stores its buffered elements, and they have no "
-          "ingest::serializer<T> (specialise it for the element type)",
-          {.stage = "shuffle"});
+      detail::throw_no_serializer("shuffle", "its buffered elements");
     }
   }
 

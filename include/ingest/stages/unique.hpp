@@ -39,7 +39,44 @@ class UniqueIterator {
     return std::nullopt;
   }
 
+  /// Checkpoint: the input index and every distinct element seen (through
+  /// ingest::serializer<T>, as tf.data stores them: the state grows with
+  /// them), then the input.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<value_type>) {
+      w.write(index_, seen_.size());
+      for (const value_type& v : seen_) w.write_element(v);
+      input_.save(w);
+    } else {
+      (void)w;
+      detail::throw_no_serializer("unique", "the elements it has seen");
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<value_type>) {
+      restore_seen(r);
+    } else {
+      (void)r;
+      detail::throw_no_serializer("unique", "the elements it has seen");
+    }
+  }
+
  private:
+  void restore_seen(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    std::size_t count = 0;
+    r.read(index_, count);
+    if (count > r.remaining() / 8) {  // each element takes its 8-byte length at least
+      throw DataLossError("checkpoint: unique holds " + std::to_string(count) +
+                              " elements, more than the state's bytes",
+                          {.stage = "unique", .offset = at});
+    }
+    seen_.clear();
+    seen_.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) seen_.insert(r.read_element<value_type>("unique"));
+    input_.restore(r);
+  }
+
   InputIt input_;
   CancellationToken cancel_;
   std::unordered_set<value_type> seen_;  // one copy of every distinct element produced
