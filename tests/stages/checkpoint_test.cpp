@@ -439,6 +439,51 @@ TEST_CASE("checkpoint: unique stores the elements it has seen", "[stages][checkp
   });
 }
 
+TEST_CASE("checkpoint: cache in memory and in a file, filling or read", "[stages][checkpoint]") {
+  // Memory: a new dataset (another process) has no memory cache, so a state
+  // saved while reading the cache re-reads the input up to its position.
+  check_restore_everywhere(
+      [] { return range(7).map([](std::int64_t x) { return x * 3; }).cache().repeat(3); });
+  TempDir dir;
+  const std::string path = dir / "cache.bin";
+  const auto make = [&] {
+    return range(7).map([](std::int64_t x) { return std::to_string(x); }).cache(path).repeat(2);
+  };
+  // The file exists after the first full run: the restored passes read it,
+  // whatever the saved pass read.
+  check_restore_everywhere(make);
+  REQUIRE(std::filesystem::exists(path));
+  // Without the file, a state saved while reading it re-reads the input.
+  auto reading = make().iterator();
+  for (int i = 0; i < 9; ++i) REQUIRE(reading.next().has_value());  // epoch 1 reads the file
+  const IteratorState in_file = reading.save();
+  std::filesystem::remove(path);
+  auto rebuilt = make().iterator(in_file);
+  std::vector<std::string> rest;
+  while (auto x = rebuilt.next()) rest.push_back(*x);
+  CHECK(rest == std::vector<std::string>{"2", "3", "4", "5", "6"});
+  CHECK(std::filesystem::exists(path));  // re-reading the input filled it again
+
+  // Restored in the middle of the pass that fills the cache: that pass
+  // publishes nothing (its cache would lack the elements before the save),
+  // the next pass fills it completely.
+  std::filesystem::remove(path);
+  const auto once = [&] {
+    return range(7).map([](std::int64_t x) { return std::to_string(x); }).cache(path);
+  };
+  auto filling = once().iterator();
+  for (int i = 0; i < 3; ++i) REQUIRE(filling.next().has_value());
+  const IteratorState mid_fill = filling.save();
+  auto resumed = once().iterator(mid_fill);
+  std::size_t left = 0;
+  while (resumed.next()) ++left;
+  CHECK(left == 4);
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK(collect(once()).size() == 7);
+  CHECK(std::filesystem::exists(path));
+  CHECK(collect(once()).size() == 7);  // read from the file
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

@@ -281,6 +281,11 @@ class StateReader {
     limit_ = outer;
   }
 
+  /// Skips what is left of the current section (a stage that restores in
+  /// another way than it saved, e.g. a cache reading its file where the
+  /// saved pass read its input).
+  void skip_section_rest() noexcept { pos_ = limit_; }
+
   /// Throws DataLossError unless every byte was read.
   void finish() const {
     if (pos_ != data_.size()) {

@@ -38,6 +38,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/serializer.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/formats/cache_file.hpp"
 #include "ingest/formats/tfrecord_format.hpp"
 #include "ingest/formats/tfrecord_writer.hpp"
@@ -61,11 +62,13 @@ class CacheIterator {
 
   /// Reads a complete memory cache.
   explicit CacheIterator(std::shared_ptr<const std::vector<value_type>> elements)
-      : cached_(std::move(elements)) {}
+      : cached_(std::move(elements)), mode_(Mode::memory) {}
 
   /// Reads a complete cache file holding `count` elements.
   CacheIterator(const std::string& path, std::uint64_t count)
-      : reader_(std::make_unique<TFRecordReader>(path, TFRecordOptions{})), expected_(count) {
+      : reader_(std::make_unique<TFRecordReader>(path, TFRecordOptions{})),
+        expected_(count),
+        mode_(Mode::file) {
     reader_->read_view();  // the header, validated already
   }
 
@@ -103,6 +106,73 @@ class CacheIterator {
       }
     }
     if (reader_) return read_file();
+    std::optional<value_type> x = pull_input();
+    if (x) ++passed_;
+    return x;
+  }
+
+  /// Checkpoint: how the pass reads (the input, the memory cache or the
+  /// cache file) and how many elements it delivered; then the input's state
+  /// when it reads the input, or the cache file's offset. Restore continues
+  /// in whatever way this iterator reads, even another than the saved one's
+  /// (another process has no memory cache; a cache file may have been
+  /// completed meanwhile): from the input, it restores the input's state
+  /// (this pass then fills no cache: it lacks the elements before the save)
+  /// or re-reads the input up to the position (filling the cache); from a
+  /// cache, it moves to the position.
+  void save(StateWriter& w) const {
+    w.write(static_cast<std::uint8_t>(mode_), position(), ended_);
+    if (mode_ == Mode::input) {
+      w.write(failed_);
+      input_->save(w);
+    } else if (mode_ == Mode::file) {
+      w.write(reader_ ? reader_->offset() : std::uint64_t{0});  // none once ended
+    }
+  }
+  void restore(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    std::uint8_t saved = 0;
+    std::uint64_t k = 0;
+    bool ended = false;
+    r.read(saved, k, ended);
+    if (saved > static_cast<std::uint8_t>(Mode::file)) {
+      throw DataLossError("checkpoint: cache mode " + std::to_string(saved) + " is unknown",
+                          {.stage = "cache", .offset = at});
+    }
+    const Mode mode = mode_;
+    if (saved == static_cast<std::uint8_t>(Mode::input) && mode == Mode::input) {
+      r.read(failed_);
+      input_->restore(r);
+      passed_ = k;
+      ended_ = ended;
+      give_up_filling();  // its cache would lack the elements before the save
+      return;
+    }
+    if (saved == static_cast<std::uint8_t>(Mode::input)) {
+      r.skip_section_rest();  // the input's state: this pass reads the cache instead
+    } else if (saved == static_cast<std::uint8_t>(Mode::file)) {
+      std::uint64_t offset = 0;
+      r.read(offset);
+      if (mode == Mode::file) return seek_file(offset, k, ended);
+    }
+    move_to(k);  // the end, if the saved pass had reached it, comes next
+  }
+
+ private:
+  enum class Mode : std::uint8_t { input, memory, file };
+
+  // Elements this pass delivered.
+  std::uint64_t position() const noexcept {
+    switch (mode_) {
+      case Mode::file: return read_;
+      case Mode::memory: return pos_;
+      case Mode::input: break;
+    }
+    return passed_;
+  }
+
+  // The next input element, added to the cache being filled.
+  std::optional<value_type> pull_input() {
     std::optional<value_type> x;
     try {
       x = input_->next();
@@ -132,7 +202,64 @@ class CacheIterator {
     return x;
   }
 
- private:
+  // This pass no longer fills the cache (nothing is published from it).
+  void give_up_filling() {
+    if (!state_ || done_) return;
+    if (state_->path.empty()) {
+      std::lock_guard lock(state_->mu);
+      state_->filling = false;
+    }
+    writer_.reset();  // removes its temporary file
+    done_ = true;
+  }
+
+  // Moves a fresh pass to its k-th element: in the memory cache, by reading
+  // the cache file, or by re-reading the input (which fills the cache).
+  void move_to(std::uint64_t k) {
+    const auto short_by = [&](std::uint64_t have) {
+      throw DataLossError("checkpoint: the cache's pass has " + std::to_string(have) +
+                              " elements, fewer than the saved position " + std::to_string(k),
+                          {.stage = "cache"});
+    };
+    if (cached_) {
+      if (k > cached_->size()) short_by(cached_->size());
+      pos_ = static_cast<std::size_t>(k);
+      return;
+    }
+    if (reader_) {
+      if (k > expected_) short_by(expected_);
+      while (read_ < k) read_file();
+      return;
+    }
+    while (passed_ < k) {
+      if (!pull_input()) short_by(passed_);
+      ++passed_;
+    }
+  }
+
+  // Continues a fresh cache file reader at `offset`, the saved reader's, its
+  // k-th element.
+  void seek_file(std::uint64_t offset, std::uint64_t k, bool ended) {
+    if (ended) {  // the saved pass had read the footer
+      read_ = expected_;
+      reader_.reset();
+      ended_ = true;
+      return;
+    }
+    if (k > expected_) {
+      throw DataLossError("checkpoint: the cache file has " + std::to_string(expected_) +
+                              " elements, fewer than the saved position " + std::to_string(k),
+                          {.stage = "cache", .file = reader_->path()});
+    }
+    try {
+      reader_->seek(offset);
+    } catch (Error& e) {
+      e.add_context({.stage = "cache", .file = reader_->path()});
+      throw;
+    }
+    read_ = k;
+  }
+
   bool filling_memory() const noexcept { return state_ && state_->path.empty() && !done_; }
 
   std::optional<value_type> read_file() {
@@ -197,6 +324,7 @@ class CacheIterator {
   ByteWriter bytes_;
   std::vector<value_type> filled_;
   std::uint64_t count_ = 0;
+  std::uint64_t passed_ = 0;  // elements this pass took from the input
   std::int64_t cardinality_ = unknown_cardinality;
   bool failed_ = false;
   bool done_ = false;   // the cache was published (or given up)
@@ -206,6 +334,7 @@ class CacheIterator {
   std::unique_ptr<TFRecordReader> reader_;
   std::uint64_t read_ = 0;
   std::uint64_t expected_ = 0;
+  Mode mode_ = Mode::input;  // how this pass reads
 };
 
 template <class Input>
