@@ -484,6 +484,26 @@ TEST_CASE("checkpoint: cache in memory and in a file, filling or read", "[stages
   CHECK(collect(once()).size() == 7);  // read from the file
 }
 
+TEST_CASE("checkpoint: flat_map stores the input element whose dataset is open",
+          "[stages][checkpoint]") {
+  // Empty datasets among them; the open one's position is restored.
+  check_restore_everywhere([] {
+    return range(6)
+        .flat_map([](std::int64_t x) {
+          return range(x % 4).map([x](std::int64_t y) { return x * 10 + y; });
+        })
+        .repeat(2)
+        .batch(4);
+  });
+  check_restore_everywhere([] {
+    return from_vector(std::vector<std::string>{"ab", "", "cde"}).flat_map([](std::string s) {
+      std::vector<std::string> chars;
+      for (const char c : s) chars.emplace_back(1, c);
+      return from_vector(std::move(chars));
+    });
+  });
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

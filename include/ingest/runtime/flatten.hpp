@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "ingest/core/context.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/probe.hpp"
 
 namespace ingest::detail {
@@ -43,6 +44,15 @@ class Flattener {
       if (!d) return std::nullopt;
       current_.emplace(child_iterator(std::move(*d), ctx_, suffix_));
     }
+  }
+
+  /// Checkpoint: whether a dataset is open; its iterator's state (if open).
+  bool open() const noexcept { return current_.has_value(); }
+  void save(StateWriter& w) const { current_->save(w); }
+  /// Opens `d` again (the dataset that was open) and restores its iterator.
+  void restore(Inner d, StateReader& r) {
+    current_.emplace(child_iterator(std::move(d), ctx_, suffix_));
+    current_->restore(r);
   }
 
  private:

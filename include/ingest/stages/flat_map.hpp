@@ -39,15 +39,51 @@ class FlatMapIterator {
       std::optional<In> x = detail::next_counted(input_, index_);
       if (!x) return std::nullopt;
       const std::int64_t index = index_++;
+      if constexpr (keeps_source) source_ = *x;  // a copy per input element, for checkpoints
       return detail::invoke_user("flat_map", index, f_, std::move(*x));
     });
   }
 
+  /// Checkpoint: the input index, the input element whose dataset is open
+  /// (through ingest::serializer, to call f on it again at a restore) and
+  /// that dataset's state, then the input.
+  void save(StateWriter& w) const {
+    if constexpr (keeps_source) {
+      w.write(index_, datasets_.open());
+      if (datasets_.open()) {
+        w.write_element(*source_);
+        datasets_.save(w);
+      }
+      input_.save(w);
+    } else {
+      (void)w;
+      detail::throw_no_serializer("flat_map", "the input element whose dataset is open");
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (keeps_source) {
+      bool open = false;
+      r.read(index_, open);
+      if (open) {
+        source_ = r.read_element<In>("flat_map");
+        In x = *source_;
+        datasets_.restore(detail::invoke_user("flat_map", index_ - 1, f_, std::move(x)), r);
+      }
+      input_.restore(r);
+    } else {
+      (void)r;
+      detail::throw_no_serializer("flat_map", "the input element whose dataset is open");
+    }
+  }
+
  private:
+  static constexpr bool keeps_source = serializable<In> && std::is_copy_constructible_v<In>;
+
   InputIt input_;
   F f_;
   detail::Flattener<Inner> datasets_;
   std::int64_t index_ = 0;
+  std::optional<In> source_;  // the input element whose dataset is open
 };
 
 template <class Input, class F>
