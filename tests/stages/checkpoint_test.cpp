@@ -504,6 +504,17 @@ TEST_CASE("checkpoint: flat_map stores the input element whose dataset is open",
   });
 }
 
+TEST_CASE("checkpoint: unbatch stores the batch it is splitting", "[stages][checkpoint]") {
+  check_restore_everywhere([] { return range(10).batch(4).unbatch().batch(3); });
+  check_restore_everywhere([] {
+    return range(7)
+        .map([](std::int64_t x) { return std::make_tuple(x, std::to_string(x)); })
+        .batch(3)
+        .unbatch()
+        .repeat(2);
+  });
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

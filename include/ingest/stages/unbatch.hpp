@@ -5,13 +5,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -41,6 +44,47 @@ class UnbatchIterator {
       }
     }
     return traits::get(*current_, pos_++);
+  }
+
+  /// Checkpoint: the batch being split (through ingest::serializer: at most
+  /// one input batch, which the input cannot give again without its state
+  /// from before it) and the position in it, then the input.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<batch_type>) {
+      const bool splitting = current_ && pos_ < size_;
+      w.write(splitting);
+      if (splitting) {
+        w.write_element(*current_);
+        w.write(pos_);
+      }
+      input_.save(w);
+    } else {
+      (void)w;
+      detail::throw_no_serializer("unbatch", "the batch it is splitting");
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<batch_type>) {
+      bool splitting = false;
+      r.read(splitting);
+      current_.reset();
+      pos_ = size_ = 0;
+      if (splitting) {
+        const std::uint64_t at = r.offset();
+        current_ = r.read_element<batch_type>("unbatch");
+        r.read(pos_);
+        size_ = traits::size(*current_);
+        if (pos_ >= size_) {
+          throw DataLossError("checkpoint: unbatch position " + std::to_string(pos_) +
+                                  " is past its batch of " + std::to_string(size_),
+                              {.stage = "unbatch", .offset = at});
+        }
+      }
+      input_.restore(r);
+    } else {
+      (void)r;
+      detail::throw_no_serializer("unbatch", "the batch it is splitting");
+    }
   }
 
  private:
