@@ -515,6 +515,19 @@ TEST_CASE("checkpoint: unbatch stores the batch it is splitting", "[stages][chec
   });
 }
 
+TEST_CASE("checkpoint: window and rebatch store the input they hold", "[stages][checkpoint]") {
+  // Overlapping windows, strided, a remainder; and shifts past the window.
+  check_restore_everywhere([] { return range(11).window(4, {.shift = 2, .stride = 2}).repeat(2); });
+  check_restore_everywhere([] { return range(11).window(2, {.shift = 5}); });
+  check_restore_everywhere([] { return range(10).window(3, {.drop_remainder = true}); });
+  // Cut input batches of 4 into 3, 1 and 0 rows (the empty batch's prototype kept).
+  check_restore_everywhere([] {
+    return range(10).batch(4).rebatch(std::vector<std::int64_t>{3, 1, 0});
+  });
+  check_restore_everywhere(
+      [] { return range(9).batch(2).rebatch(4, {.drop_remainder = true}).repeat(2); });
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });
@@ -541,6 +554,15 @@ TEST_CASE("checkpoint: a state of another pipeline is InvalidArgument", "[stages
   CHECK_THROWS_AS(range(11).batch(2).iterator(state), InvalidArgument);
   CHECK_THROWS_AS(range(10).take(5).batch(2).iterator(state), InvalidArgument);
   CHECK_THROWS_AS(range(10).batch(2, {.drop_remainder = true}).iterator(state), InvalidArgument);
+  // Parameters of other stages, and a file's framing.
+  const auto window_state = range(9).window(3).iterator().save();
+  CHECK_THROWS_AS(range(9).window(3, {.shift = 2}).iterator(window_state), InvalidArgument);
+  const auto rebatch_state = range(9).batch(2).rebatch(3).iterator().save();
+  CHECK_THROWS_AS(range(9).batch(2).rebatch(4).iterator(rebatch_state), InvalidArgument);
+  const auto files = fixture_files();
+  const auto plain = tfrecord(files).iterator().save();
+  CHECK_THROWS_AS(tfrecord(files, {.compression = Compression::gzip}).iterator(plain),
+                  InvalidArgument);
   // A user function is not part of the fingerprint: another lambda restores.
   const auto s2 = range(4).map([](std::int64_t x) { return x; }).iterator().save();
   auto other = range(4).map([](std::int64_t x) { return x + 100; }).iterator(s2);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/formats/compression.hpp"
 #include "ingest/formats/crc32c.hpp"
 
@@ -38,6 +39,9 @@ struct TFRecordOptions {
   /// raises SIGBUS; files replaced by rename (as TFRecordWriter does) are safe.
   /// Turn it off for files that may shrink while being read.
   bool memory_map = true;
+
+  /// What checkpoints depend on: the compression (offsets are in its data).
+  void fingerprint(Fingerprint& fp) const { fp.add(static_cast<int>(compression)); }
 };
 
 namespace detail {

@@ -224,6 +224,9 @@ class FileDataset
   void fingerprint(Fingerprint& fp) const {
     fp.add(static_cast<std::uint64_t>(paths_.size()));
     for (const std::string& p : paths_.paths()) fp.add(p);
+    // What changes the records read from the same files (framing,
+    // compression), where the options say.
+    if constexpr (requires { options_.fingerprint(fp); }) options_.fingerprint(fp);
   }
 
  private:

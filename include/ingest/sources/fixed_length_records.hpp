@@ -45,6 +45,14 @@ namespace detail {
 struct FixedLengthConfig {
   std::size_t record_bytes = 0;
   FixedLengthRecordOptions options{};
+
+  /// The framing and compression (a checkpoint's offsets depend on them).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(record_bytes))
+        .add(static_cast<std::uint64_t>(options.header_bytes))
+        .add(static_cast<std::uint64_t>(options.footer_bytes))
+        .add(static_cast<int>(options.compression));
+  }
 };
 
 /// The records of one file.

@@ -25,6 +25,9 @@ namespace ingest {
 struct TextLineOptions {
   Compression compression = Compression::none;
   std::size_t buffer_size = default_buffer_size;
+
+  /// What checkpoints depend on: the compression (offsets are in its data).
+  void fingerprint(Fingerprint& fp) const { fp.add(static_cast<int>(compression)); }
 };
 
 namespace detail {

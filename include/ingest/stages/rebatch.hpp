@@ -29,6 +29,7 @@
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -88,6 +89,54 @@ class RebatchIterator {
     } catch (...) {
       pending_.clear();
       detail::rethrow_with_context({.stage = "rebatch"}, detail::Raiser::internal);
+    }
+  }
+
+  /// Checkpoint: the position in the sizes, the input batches read, the
+  /// input batch being cut (through ingest::serializer: at most one input
+  /// batch, which the input cannot give again without its state from before
+  /// it) with its first row not yet taken, the empty batch kept for sizes of
+  /// 0, then the input. Between calls no output batch is half built.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<value_type>) {
+      w.write(size_index_, done_, consumed_, current_.has_value(), prototype_.has_value());
+      if (current_) {
+        w.write_element(*current_);
+        w.write(offset_);
+      }
+      if (prototype_) w.write_element(*prototype_);
+      input_.save(w);
+    } else {
+      (void)w;
+      detail::throw_no_serializer("rebatch", "the input batch it is cutting");
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<value_type>) {
+      const std::uint64_t at = r.offset();
+      bool cutting = false, prototype = false;
+      r.read(size_index_, done_, consumed_, cutting, prototype);
+      if (size_index_ >= sizes_->size()) {
+        throw DataLossError("checkpoint: rebatch size index " + std::to_string(size_index_) +
+                                " is past its " + std::to_string(sizes_->size()) + " sizes",
+                            {.stage = "rebatch", .offset = at});
+      }
+      release();
+      if (cutting) {
+        current_ = r.read_element<value_type>("rebatch");
+        r.read(offset_);
+        rows_ = traits::rows(*current_);
+        if (offset_ >= rows_) {
+          throw DataLossError("checkpoint: rebatch row " + std::to_string(offset_) +
+                                  " is past its input batch of " + std::to_string(rows_),
+                              {.stage = "rebatch", .offset = at});
+        }
+      }
+      if (prototype) prototype_ = r.read_element<value_type>("rebatch");
+      input_.restore(r);
+    } else {
+      (void)r;
+      detail::throw_no_serializer("rebatch", "the input batch it is cutting");
     }
   }
 
@@ -207,6 +256,13 @@ class RebatchDataset
   }
 
   const std::vector<std::int64_t>& batch_sizes() const noexcept { return *sizes_; }
+
+  /// The batch sizes and drop_remainder.
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(sizes_->size()));
+    for (const std::int64_t n : *sizes_) fp.add(n);
+    fp.add(options_.drop_remainder);
+  }
 
  private:
   std::shared_ptr<const std::vector<std::int64_t>> sizes_;

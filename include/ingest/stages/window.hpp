@@ -30,6 +30,7 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -93,6 +94,49 @@ class WindowIterator {
     }
     if (error) std::rethrow_exception(error);
     return window;
+  }
+
+  /// Checkpoint: the input elements the next windows hold (through
+  /// ingest::serializer: at most a window's span, which the input cannot
+  /// give again without its state from before them), the elements to skip,
+  /// whether the input ended, then the input. A held element's error cannot
+  /// be stored: saving then raises Unimplemented.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<element_type>) {
+      for (const Slot& s : buffer_) {
+        if (s.error) {
+          throw Unimplemented(
+              "checkpoint: stage 'window' cannot be saved while it holds an input element's "
+              "error",
+              {.stage = "window"});
+        }
+      }
+      w.write(skip_, input_done_, buffer_.size());
+      for (const Slot& s : buffer_) w.write_element(*s.value);
+      input_.save(w);
+    } else {
+      (void)w;
+      detail::throw_no_serializer("window", "the input elements its next windows hold");
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<element_type>) {
+      const std::uint64_t at = r.offset();
+      std::size_t held = 0;
+      r.read(skip_, input_done_, held);
+      if (held > span_) {
+        throw DataLossError("checkpoint: window holds " + std::to_string(held) +
+                                " elements, more than its span of " + std::to_string(span_),
+                            {.stage = "window", .offset = at});
+      }
+      buffer_.clear();
+      for (std::size_t i = 0; i < held; ++i)
+        buffer_.push_back(Slot{r.read_element<element_type>("window"), nullptr});
+      input_.restore(r);
+    } else {
+      (void)r;
+      detail::throw_no_serializer("window", "the input elements its next windows hold");
+    }
   }
 
  private:
@@ -184,6 +228,11 @@ class WindowDataset : public detail::UnaryStage<WindowDataset<Input>, Input,
       if (!drop_remainder_) return n / shift_ + (n % shift_ != 0);
       return n < span_ ? std::int64_t{0} : (n - span_) / shift_ + 1;
     });
+  }
+
+  /// The window's size, shift, stride and drop_remainder.
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(size_).add(shift_).add(stride_).add(drop_remainder_);
   }
 
  private:
