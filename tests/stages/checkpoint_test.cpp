@@ -528,6 +528,32 @@ TEST_CASE("checkpoint: window and rebatch store the input they hold", "[stages][
       [] { return range(9).batch(2).rebatch(4, {.drop_remainder = true}).repeat(2); });
 }
 
+TEST_CASE("checkpoint: bucket_by_sequence_length stores the elements waiting in its buckets",
+          "[stages][checkpoint]") {
+  // Sequences of lengths 1..7 in three buckets, padded; the partial buckets
+  // flushed at the end in key order.
+  const auto make = [] {
+    return range(17)
+        .map([](std::int64_t i) { return std::vector<std::int64_t>(i * 5 % 7 + 1, i); })
+        .bucket_by_sequence_length(
+            [](const std::vector<std::int64_t>& v) { return static_cast<std::int64_t>(v.size()); },
+            {3, 5}, {2, 3, 2})
+        .repeat(2);
+  };
+  check_restore_everywhere(make);
+  const auto state = make().iterator().save();
+  CHECK_THROWS_AS(range(17)
+                      .map([](std::int64_t i) { return std::vector<std::int64_t>(i % 7 + 1, i); })
+                      .bucket_by_sequence_length(
+                          [](const std::vector<std::int64_t>& v) {
+                            return static_cast<std::int64_t>(v.size());
+                          },
+                          {3, 6}, {2, 3, 2})
+                      .repeat(2)
+                      .iterator(state),
+                  InvalidArgument);
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

@@ -23,6 +23,7 @@
 #include "ingest/core/context.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/iterator.hpp"
+#include "ingest/core/state.hpp"
 
 namespace ingest::detail {
 
@@ -68,7 +69,7 @@ class WindowGroups {
       std::optional<T> x = next_counted(input_, index_);
       if (!x) {
         input_done_ = true;
-        flush_ = groups_.begin();
+        flush_ = groups_.empty() ? std::nullopt : std::optional(groups_.begin()->first);
         break;
       }
       const std::int64_t index = index_++;
@@ -86,9 +87,15 @@ class WindowGroups {
       g.elements.push_back(std::move(*x));
       if (g.elements.size() == static_cast<std::size_t>(g.size)) return take(group);
     }
-    for (; flush_ != groups_.end(); ++flush_) {
-      if (!flush_->second.elements.empty()) return take(flush_++);
+    // By key, not by a map iterator: the iterator (and the map's end) must
+    // stay valid when this object moves.
+    for (auto group = flush_ ? groups_.lower_bound(*flush_) : groups_.end(); group != groups_.end();
+         ++group) {
+      const auto after = std::next(group);
+      flush_ = after == groups_.end() ? std::nullopt : std::optional(after->first);
+      if (!group->second.elements.empty()) return take(group);
     }
+    flush_.reset();
     return std::nullopt;
   }
 
@@ -103,12 +110,66 @@ class WindowGroups {
     group->second.elements = std::move(storage);
   }
 
+  /// Checkpoint: the input index, whether the input ended (and the key
+  /// flushed next), every key seen with its window size and the elements
+  /// waiting in its window (through ingest::serializer: they cannot be read
+  /// again without the input's state from before them), then the input.
+  void save(StateWriter& w) const {
+    if constexpr (serializable<T>) {
+      const bool flushing = input_done_ && flush_;
+      w.write(index_, input_done_, flushing, flushing ? *flush_ : std::int64_t{0}, groups_.size());
+      for (const auto& [key, g] : groups_) {
+        w.write(key, g.size, g.first, g.elements.size());
+        for (const T& x : g.elements) w.write_element(x);
+      }
+      input_.save(w);
+    } else {
+      (void)w;
+      throw_no_serializer(stage_, "the elements waiting in its windows");
+    }
+  }
+  void restore(StateReader& r) {
+    if constexpr (serializable<T>) {
+      const std::uint64_t at = r.offset();
+      bool flushing = false;
+      std::int64_t flush_key = 0;
+      std::size_t keys = 0;
+      r.read(index_, input_done_, flushing, flush_key, keys);
+      if (keys > r.remaining() / 32) bad_state(at, "more keys than the state's bytes");
+      groups_.clear();
+      for (std::size_t i = 0; i < keys; ++i) {
+        std::int64_t key = 0;
+        Group g;
+        std::size_t count = 0;
+        r.read(key, g.size, g.first, count);
+        if (g.size <= 0 || count >= static_cast<std::uint64_t>(g.size) ||
+            count > r.remaining() / 8) {
+          bad_state(at, "key " + std::to_string(key) + " holds " + std::to_string(count) +
+                            " elements for a window of " + std::to_string(g.size));
+        }
+        g.elements.reserve(count);
+        for (std::size_t k = 0; k < count; ++k) g.elements.push_back(r.read_element<T>(stage_));
+        groups_.emplace(key, std::move(g));
+      }
+      flush_ = flushing ? std::optional(flush_key) : std::nullopt;
+      input_.restore(r);
+    } else {
+      (void)r;
+      throw_no_serializer(stage_, "the elements waiting in its windows");
+    }
+  }
+
  private:
   struct Group {
     std::int64_t size = 0;
     std::vector<T> elements{};
     std::int64_t first = 0;
   };
+
+  [[noreturn]] void bad_state(std::uint64_t at, const std::string& what) const {
+    throw DataLossError("checkpoint: " + std::string(stage_) + ": " + what,
+                        {.stage = stage_, .offset = at});
+  }
   using Groups = std::map<std::int64_t, Group>;
 
   std::int64_t window_size(std::int64_t key, std::int64_t index) {
@@ -133,7 +194,7 @@ class WindowGroups {
   const char* stage_;
   CancellationToken cancel_;
   Groups groups_;                      // every key seen: its window size and its waiting elements
-  typename Groups::iterator flush_{};  // after the input's end: the next group to flush
+  std::optional<std::int64_t> flush_;  // after the input's end: the key flushed next, if any
   std::int64_t index_ = 0;             // input elements read, failed ones included
   bool input_done_ = false;
 };

@@ -151,6 +151,11 @@ class BucketBySequenceLengthIterator {
     }
   }
 
+  /// Checkpoint: the buckets and the elements waiting in them, then the
+  /// input (between calls no batch is half built).
+  void save(StateWriter& w) const { groups_.save(w); }
+  void restore(StateReader& r) { groups_.restore(r); }
+
  private:
   value_type build(detail::GroupWindow<In>& w) {
     const std::size_t n = w.elements.size();
@@ -228,6 +233,16 @@ class BucketBySequenceLengthDataset
   }
 
   /// As tf.data (group_by_window's): infinite after an infinite input, else unknown.
+  /// The buckets' boundaries and batch sizes, padding and drop_remainder
+  /// (pad values are not: they change elements, not positions).
+  void fingerprint(Fingerprint& fp) const {
+    for (const auto* v : {&spec_->boundaries, &spec_->batch_sizes}) {
+      fp.add(static_cast<std::uint64_t>(v->size()));
+      for (const std::int64_t x : *v) fp.add(x);
+    }
+    fp.add(spec_->pad_to_bucket_boundary).add(spec_->no_padding).add(spec_->drop_remainder);
+  }
+
   std::int64_t cardinality() const {
     const std::int64_t n = this->input_cardinality();
     return n == infinite_cardinality ? n : unknown_cardinality;
