@@ -210,9 +210,15 @@ class Probe {
     live_->store(elements_, std::memory_order_release);
   }
 
+  // A stage that stores values in its state (It::checkpoint_stores says
+  // which) can be saved when they have a serializer; others not yet.
   [[noreturn]] void throw_not_checkpointable() const {
-    throw Unimplemented("checkpoint: stage '" + std::string(stage_) + "' cannot be saved yet",
-                        {.stage = std::string(stage_)});
+    if constexpr (requires { It::checkpoint_stores; }) {
+      throw_no_serializer(stage_, It::checkpoint_stores);
+    } else {
+      throw Unimplemented("checkpoint: stage '" + std::string(stage_) + "' cannot be saved yet",
+                          {.stage = std::string(stage_)});
+    }
   }
 
   It it_;

@@ -114,49 +114,38 @@ class WindowGroups {
   /// flushed next), every key seen with its window size and the elements
   /// waiting in its window (through ingest::serializer: they cannot be read
   /// again without the input's state from before them), then the input.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<T>) {
-      const bool flushing = input_done_ && flush_;
-      w.write(index_, input_done_, flushing, flushing ? *flush_ : std::int64_t{0}, groups_.size());
-      for (const auto& [key, g] : groups_) {
-        w.write(key, g.size, g.first, g.elements.size());
-        for (const T& x : g.elements) w.write_element(x);
-      }
-      input_.save(w);
-    } else {
-      (void)w;
-      throw_no_serializer(stage_, "the elements waiting in its windows");
+  void save(StateWriter& w) const requires serializable<T> {
+    const bool flushing = input_done_ && flush_;
+    w.write(index_, input_done_, flushing, flushing ? *flush_ : std::int64_t{0}, groups_.size());
+    for (const auto& [key, g] : groups_) {
+      w.write(key, g.size, g.first, g.elements.size());
+      for (const T& x : g.elements) w.write_element(x);
     }
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<T>) {
-      const std::uint64_t at = r.offset();
-      bool flushing = false;
-      std::int64_t flush_key = 0;
-      std::size_t keys = 0;
-      r.read(index_, input_done_, flushing, flush_key, keys);
-      if (keys > r.remaining() / 32) bad_state(at, "more keys than the state's bytes");
-      groups_.clear();
-      for (std::size_t i = 0; i < keys; ++i) {
-        std::int64_t key = 0;
-        Group g;
-        std::size_t count = 0;
-        r.read(key, g.size, g.first, count);
-        if (g.size <= 0 || count >= static_cast<std::uint64_t>(g.size) ||
-            count > r.remaining() / 8) {
-          bad_state(at, "key " + std::to_string(key) + " holds " + std::to_string(count) +
-                            " elements for a window of " + std::to_string(g.size));
-        }
-        g.elements.reserve(count);
-        for (std::size_t k = 0; k < count; ++k) g.elements.push_back(r.read_element<T>(stage_));
-        groups_.emplace(key, std::move(g));
+  void restore(StateReader& r) requires serializable<T> {
+    const std::uint64_t at = r.offset();
+    bool flushing = false;
+    std::int64_t flush_key = 0;
+    std::size_t keys = 0;
+    r.read(index_, input_done_, flushing, flush_key, keys);
+    if (keys > r.remaining() / 32) bad_state(at, "more keys than the state's bytes");
+    groups_.clear();
+    for (std::size_t i = 0; i < keys; ++i) {
+      std::int64_t key = 0;
+      Group g;
+      std::size_t count = 0;
+      r.read(key, g.size, g.first, count);
+      if (g.size <= 0 || count >= static_cast<std::uint64_t>(g.size) || count > r.remaining() / 8) {
+        bad_state(at, "key " + std::to_string(key) + " holds " + std::to_string(count) +
+                          " elements for a window of " + std::to_string(g.size));
       }
-      flush_ = flushing ? std::optional(flush_key) : std::nullopt;
-      input_.restore(r);
-    } else {
-      (void)r;
-      throw_no_serializer(stage_, "the elements waiting in its windows");
+      g.elements.reserve(count);
+      for (std::size_t k = 0; k < count; ++k) g.elements.push_back(r.read_element<T>(stage_));
+      groups_.emplace(key, std::move(g));
     }
+    flush_ = flushing ? std::optional(flush_key) : std::nullopt;
+    input_.restore(r);
   }
 
  private:

@@ -122,6 +122,8 @@ class BucketBySequenceLengthIterator {
   static constexpr bool can_pad = detail::paddable<In>::value;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the elements waiting in its buckets";
   using value_type = detail::bucket_batch_t<In>;
 
   BucketBySequenceLengthIterator(InputIt input, LengthFn length_fn,
@@ -153,8 +155,8 @@ class BucketBySequenceLengthIterator {
 
   /// Checkpoint: the buckets and the elements waiting in them, then the
   /// input (between calls no batch is half built).
-  void save(StateWriter& w) const { groups_.save(w); }
-  void restore(StateReader& r) { groups_.restore(r); }
+  void save(StateWriter& w) const requires serializable<In> { groups_.save(w); }
+  void restore(StateReader& r) requires serializable<In> { groups_.restore(r); }
 
  private:
   value_type build(detail::GroupWindow<In>& w) {

@@ -28,6 +28,8 @@ class FlatMapIterator {
   using Inner = std::decay_t<std::invoke_result_t<F&, In&&>>;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the input element whose dataset is open";
   using value_type = typename Inner::element_type;
 
   /// `ctx` is the context the datasets f returns are iterated in.
@@ -47,33 +49,23 @@ class FlatMapIterator {
   /// Checkpoint: the input index, the input element whose dataset is open
   /// (through ingest::serializer, to call f on it again at a restore) and
   /// that dataset's state, then the input.
-  void save(StateWriter& w) const {
-    if constexpr (keeps_source) {
-      w.write(index_, datasets_.open());
-      if (datasets_.open()) {
-        w.write_element(*source_);
-        datasets_.save(w);
-      }
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("flat_map", "the input element whose dataset is open");
+  void save(StateWriter& w) const requires(serializable<In>&& std::is_copy_constructible_v<In>) {
+    w.write(index_, datasets_.open());
+    if (datasets_.open()) {
+      w.write_element(*source_);
+      datasets_.save(w);
     }
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (keeps_source) {
-      bool open = false;
-      r.read(index_, open);
-      if (open) {
-        source_ = r.read_element<In>("flat_map");
-        In x = *source_;
-        datasets_.restore(detail::invoke_user("flat_map", index_ - 1, f_, std::move(x)), r);
-      }
-      input_.restore(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("flat_map", "the input element whose dataset is open");
+  void restore(StateReader& r) requires(serializable<In>&& std::is_copy_constructible_v<In>) {
+    bool open = false;
+    r.read(index_, open);
+    if (open) {
+      source_ = r.read_element<In>("flat_map");
+      In x = *source_;
+      datasets_.restore(detail::invoke_user("flat_map", index_ - 1, f_, std::move(x)), r);
     }
+    input_.restore(r);
   }
 
  private:

@@ -40,6 +40,8 @@ class RebatchIterator {
   using traits = rebatch_traits<typename InputIt::value_type>;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the input batch it is cutting";
   using value_type = typename InputIt::value_type;
 
   RebatchIterator(InputIt input, std::shared_ptr<const std::vector<std::int64_t>> sizes,
@@ -97,47 +99,37 @@ class RebatchIterator {
   /// batch, which the input cannot give again without its state from before
   /// it) with its first row not yet taken, the empty batch kept for sizes of
   /// 0, then the input. Between calls no output batch is half built.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<value_type>) {
-      w.write(size_index_, done_, consumed_, current_.has_value(), prototype_.has_value());
-      if (current_) {
-        w.write_element(*current_);
-        w.write(offset_);
-      }
-      if (prototype_) w.write_element(*prototype_);
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("rebatch", "the input batch it is cutting");
+  void save(StateWriter& w) const requires serializable<value_type> {
+    w.write(size_index_, done_, consumed_, current_.has_value(), prototype_.has_value());
+    if (current_) {
+      w.write_element(*current_);
+      w.write(offset_);
     }
+    if (prototype_) w.write_element(*prototype_);
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<value_type>) {
-      const std::uint64_t at = r.offset();
-      bool cutting = false, prototype = false;
-      r.read(size_index_, done_, consumed_, cutting, prototype);
-      if (size_index_ >= sizes_->size()) {
-        throw DataLossError("checkpoint: rebatch size index " + std::to_string(size_index_) +
-                                " is past its " + std::to_string(sizes_->size()) + " sizes",
+  void restore(StateReader& r) requires serializable<value_type> {
+    const std::uint64_t at = r.offset();
+    bool cutting = false, prototype = false;
+    r.read(size_index_, done_, consumed_, cutting, prototype);
+    if (size_index_ >= sizes_->size()) {
+      throw DataLossError("checkpoint: rebatch size index " + std::to_string(size_index_) +
+                              " is past its " + std::to_string(sizes_->size()) + " sizes",
+                          {.stage = "rebatch", .offset = at});
+    }
+    release();
+    if (cutting) {
+      current_ = r.read_element<value_type>("rebatch");
+      r.read(offset_);
+      rows_ = traits::rows(*current_);
+      if (offset_ >= rows_) {
+        throw DataLossError("checkpoint: rebatch row " + std::to_string(offset_) +
+                                " is past its input batch of " + std::to_string(rows_),
                             {.stage = "rebatch", .offset = at});
       }
-      release();
-      if (cutting) {
-        current_ = r.read_element<value_type>("rebatch");
-        r.read(offset_);
-        rows_ = traits::rows(*current_);
-        if (offset_ >= rows_) {
-          throw DataLossError("checkpoint: rebatch row " + std::to_string(offset_) +
-                                  " is past its input batch of " + std::to_string(rows_),
-                              {.stage = "rebatch", .offset = at});
-        }
-      }
-      if (prototype) prototype_ = r.read_element<value_type>("rebatch");
-      input_.restore(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("rebatch", "the input batch it is cutting");
     }
+    if (prototype) prototype_ = r.read_element<value_type>("rebatch");
+    input_.restore(r);
   }
 
  private:

@@ -33,6 +33,8 @@ class ScanIterator {
   using Result = detail::scan_result_t<S, F, In>;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the scan state";
   using value_type = std::decay_t<typename Result::second_type>;
 
   ScanIterator(InputIt input, S state, F f)
@@ -49,25 +51,15 @@ class ScanIterator {
   /// Checkpoint: the input index and the scan state through
   /// ingest::serializer<S> (user state: without a serializer, save() raises
   /// Unimplemented naming scan), then the input.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<S>) {
-      w.write(index_);
-      w.write_element(state_);
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("scan", "the scan state");
-    }
+  void save(StateWriter& w) const requires serializable<S> {
+    w.write(index_);
+    w.write_element(state_);
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<S>) {
-      r.read(index_);
-      state_ = r.read_element<S>("scan");
-      input_.restore(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("scan", "the scan state");
-    }
+  void restore(StateReader& r) requires serializable<S> {
+    r.read(index_);
+    state_ = r.read_element<S>("scan");
+    input_.restore(r);
   }
 
  private:

@@ -36,6 +36,8 @@ namespace ingest {
 template <class InputIt>
 class ShuffleIterator {
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "its buffered elements";
   using value_type = typename InputIt::value_type;
 
   /// `passes`, where the dataset reshuffles each pass: its pass counter,
@@ -80,51 +82,41 @@ class ShuffleIterator {
   /// with the buffer) and whether the input ended, then the input. Restore
   /// moves the dataset's pass counter past the saved pass, so the passes
   /// that follow reshuffle as they would have.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<value_type>) {
-      if (deferred_) {
-        throw Unimplemented(
-            "checkpoint: stage 'shuffle' cannot be saved while an input error is pending",
-            {.stage = "shuffle"});
-      }
-      const auto& rng = rng_.state();
-      w.write(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, buffer_.size());
-      for (const value_type& x : buffer_) w.write_element(x);
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("shuffle", "its buffered elements");
+  void save(StateWriter& w) const requires serializable<value_type> {
+    if (deferred_) {
+      throw Unimplemented(
+          "checkpoint: stage 'shuffle' cannot be saved while an input error is pending",
+          {.stage = "shuffle"});
     }
+    const auto& rng = rng_.state();
+    w.write(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, buffer_.size());
+    for (const value_type& x : buffer_) w.write_element(x);
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<value_type>) {
-      const std::uint64_t at = r.offset();
-      std::uint64_t rng[4];
-      std::size_t count = 0;
-      r.read(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, count);
-      if ((rng[0] | rng[1] | rng[2] | rng[3]) == 0) {
-        throw DataLossError("checkpoint: shuffle's generator state is all zero",
-                            {.stage = "shuffle", .offset = at});
-      }
-      // Bounded before anything is allocated: at most the buffer's size, and
-      // each element takes at least its 8-byte length.
-      if (count > capacity_ || count > r.remaining() / 8) {
-        throw DataLossError("checkpoint: shuffle holds " + std::to_string(count) +
-                                " elements, more than its buffer of " + std::to_string(capacity_) +
-                                " or the state's bytes",
-                            {.stage = "shuffle", .offset = at});
-      }
-      rng_.set_state(rng);
-      buffer_.clear();
-      buffer_.reserve(count);
-      for (std::size_t i = 0; i < count; ++i)
-        buffer_.push_back(r.read_element<value_type>("shuffle"));
-      if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
-      input_.restore(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("shuffle", "its buffered elements");
+  void restore(StateReader& r) requires serializable<value_type> {
+    const std::uint64_t at = r.offset();
+    std::uint64_t rng[4];
+    std::size_t count = 0;
+    r.read(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, count);
+    if ((rng[0] | rng[1] | rng[2] | rng[3]) == 0) {
+      throw DataLossError("checkpoint: shuffle's generator state is all zero",
+                          {.stage = "shuffle", .offset = at});
     }
+    // Bounded before anything is allocated: at most the buffer's size, and
+    // each element takes at least its 8-byte length.
+    if (count > capacity_ || count > r.remaining() / 8) {
+      throw DataLossError("checkpoint: shuffle holds " + std::to_string(count) +
+                              " elements, more than its buffer of " + std::to_string(capacity_) +
+                              " or the state's bytes",
+                          {.stage = "shuffle", .offset = at});
+    }
+    rng_.set_state(rng);
+    buffer_.clear();
+    buffer_.reserve(count);
+    for (std::size_t i = 0; i < count; ++i)
+      buffer_.push_back(r.read_element<value_type>("shuffle"));
+    if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
+    input_.restore(r);
   }
 
  private:

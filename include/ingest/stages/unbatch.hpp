@@ -26,6 +26,8 @@ class UnbatchIterator {
   using traits = unbatch_traits<batch_type>;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the batch it is splitting";
   using value_type = typename traits::element_type;
 
   explicit UnbatchIterator(InputIt input) : input_(std::move(input)) {}
@@ -49,42 +51,32 @@ class UnbatchIterator {
   /// Checkpoint: the batch being split (through ingest::serializer: at most
   /// one input batch, which the input cannot give again without its state
   /// from before it) and the position in it, then the input.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<batch_type>) {
-      const bool splitting = current_ && pos_ < size_;
-      w.write(splitting);
-      if (splitting) {
-        w.write_element(*current_);
-        w.write(pos_);
-      }
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("unbatch", "the batch it is splitting");
+  void save(StateWriter& w) const requires serializable<batch_type> {
+    const bool splitting = current_ && pos_ < size_;
+    w.write(splitting);
+    if (splitting) {
+      w.write_element(*current_);
+      w.write(pos_);
     }
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<batch_type>) {
-      bool splitting = false;
-      r.read(splitting);
-      current_.reset();
-      pos_ = size_ = 0;
-      if (splitting) {
-        const std::uint64_t at = r.offset();
-        current_ = r.read_element<batch_type>("unbatch");
-        r.read(pos_);
-        size_ = traits::size(*current_);
-        if (pos_ >= size_) {
-          throw DataLossError("checkpoint: unbatch position " + std::to_string(pos_) +
-                                  " is past its batch of " + std::to_string(size_),
-                              {.stage = "unbatch", .offset = at});
-        }
+  void restore(StateReader& r) requires serializable<batch_type> {
+    bool splitting = false;
+    r.read(splitting);
+    current_.reset();
+    pos_ = size_ = 0;
+    if (splitting) {
+      const std::uint64_t at = r.offset();
+      current_ = r.read_element<batch_type>("unbatch");
+      r.read(pos_);
+      size_ = traits::size(*current_);
+      if (pos_ >= size_) {
+        throw DataLossError("checkpoint: unbatch position " + std::to_string(pos_) +
+                                " is past its batch of " + std::to_string(size_),
+                            {.stage = "unbatch", .offset = at});
       }
-      input_.restore(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("unbatch", "the batch it is splitting");
     }
+    input_.restore(r);
   }
 
  private:

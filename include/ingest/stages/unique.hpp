@@ -24,6 +24,8 @@ namespace ingest {
 template <class InputIt>
 class UniqueIterator {
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the elements it has seen";
   using value_type = typename InputIt::value_type;
 
   UniqueIterator(InputIt input, CancellationToken cancel)
@@ -42,24 +44,12 @@ class UniqueIterator {
   /// Checkpoint: the input index and every distinct element seen (through
   /// ingest::serializer<T>, as tf.data stores them: the state grows with
   /// them), then the input.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<value_type>) {
-      w.write(index_, seen_.size());
-      for (const value_type& v : seen_) w.write_element(v);
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("unique", "the elements it has seen");
-    }
+  void save(StateWriter& w) const requires serializable<value_type> {
+    w.write(index_, seen_.size());
+    for (const value_type& v : seen_) w.write_element(v);
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<value_type>) {
-      restore_seen(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("unique", "the elements it has seen");
-    }
-  }
+  void restore(StateReader& r) requires serializable<value_type> { restore_seen(r); }
 
  private:
   void restore_seen(StateReader& r) {

@@ -51,6 +51,8 @@ class WindowIterator {
   using element_type = typename InputIt::value_type;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the input elements its next windows hold";
   using value_type = std::vector<element_type>;
 
   WindowIterator(InputIt input, std::int64_t shift, std::int64_t stride, std::int64_t span,
@@ -101,42 +103,32 @@ class WindowIterator {
   /// give again without its state from before them), the elements to skip,
   /// whether the input ended, then the input. A held element's error cannot
   /// be stored: saving then raises Unimplemented.
-  void save(StateWriter& w) const {
-    if constexpr (serializable<element_type>) {
-      for (const Slot& s : buffer_) {
-        if (s.error) {
-          throw Unimplemented(
-              "checkpoint: stage 'window' cannot be saved while it holds an input element's "
-              "error",
-              {.stage = "window"});
-        }
+  void save(StateWriter& w) const requires serializable<element_type> {
+    for (const Slot& s : buffer_) {
+      if (s.error) {
+        throw Unimplemented(
+            "checkpoint: stage 'window' cannot be saved while it holds an input element's "
+            "error",
+            {.stage = "window"});
       }
-      w.write(skip_, input_done_, buffer_.size());
-      for (const Slot& s : buffer_) w.write_element(*s.value);
-      input_.save(w);
-    } else {
-      (void)w;
-      detail::throw_no_serializer("window", "the input elements its next windows hold");
     }
+    w.write(skip_, input_done_, buffer_.size());
+    for (const Slot& s : buffer_) w.write_element(*s.value);
+    input_.save(w);
   }
-  void restore(StateReader& r) {
-    if constexpr (serializable<element_type>) {
-      const std::uint64_t at = r.offset();
-      std::size_t held = 0;
-      r.read(skip_, input_done_, held);
-      if (held > span_) {
-        throw DataLossError("checkpoint: window holds " + std::to_string(held) +
-                                " elements, more than its span of " + std::to_string(span_),
-                            {.stage = "window", .offset = at});
-      }
-      buffer_.clear();
-      for (std::size_t i = 0; i < held; ++i)
-        buffer_.push_back(Slot{r.read_element<element_type>("window"), nullptr});
-      input_.restore(r);
-    } else {
-      (void)r;
-      detail::throw_no_serializer("window", "the input elements its next windows hold");
+  void restore(StateReader& r) requires serializable<element_type> {
+    const std::uint64_t at = r.offset();
+    std::size_t held = 0;
+    r.read(skip_, input_done_, held);
+    if (held > span_) {
+      throw DataLossError("checkpoint: window holds " + std::to_string(held) +
+                              " elements, more than its span of " + std::to_string(span_),
+                          {.stage = "window", .offset = at});
     }
+    buffer_.clear();
+    for (std::size_t i = 0; i < held; ++i)
+      buffer_.push_back(Slot{r.read_element<element_type>("window"), nullptr});
+    input_.restore(r);
   }
 
  private:
