@@ -554,6 +554,24 @@ TEST_CASE("checkpoint: bucket_by_sequence_length stores the elements waiting in 
                   InvalidArgument);
 }
 
+TEST_CASE("checkpoint: rejection_resample, estimating its distribution or given it",
+          "[stages][checkpoint]") {
+  const auto cls = [](std::int64_t x) { return x % 10 < 7 ? 0 : x % 10 < 9 ? 1 : 2; };
+  // Estimated from blocks of 32 read ahead, over two epochs.
+  check_restore_everywhere([&] {
+    return range(100).rejection_resample(cls, {0.4, 0.3, 0.3}, {.seed = 5}).repeat(2);
+  });
+  // With the initial distribution given: no block is read ahead.
+  check_restore_everywhere([&] {
+    return range(60).rejection_resample(cls, {0.2, 0.4, 0.4},
+                                        {.initial_dist = std::vector{0.7, 0.2, 0.1}, .seed = 8});
+  });
+  const auto state =
+      range(60).rejection_resample(cls, {0.5, 0.5, 0.0}, {.seed = 1}).iterator().save();
+  CHECK_THROWS_AS(range(60).rejection_resample(cls, {0.5, 0.4, 0.1}, {.seed = 1}).iterator(state),
+                  InvalidArgument);
+}
+
 TEST_CASE("checkpoint: AnyDataset forwards save, restore and fingerprint", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     AnyDataset<std::int64_t> erased = range(12).map([](std::int64_t x) { return x * x; });

@@ -69,6 +69,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/logging.hpp"
 #include "ingest/core/random.hpp"
+#include "ingest/core/state.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -167,6 +168,8 @@ class RejectionResampleIterator {
   };
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores = "the block of elements it estimates from";
   using value_type = std::pair<std::int64_t, In>;
 
   RejectionResampleIterator(std::optional<InputIt> original, std::optional<InputIt> filtered, F f,
@@ -200,6 +203,71 @@ class RejectionResampleIterator {
     // The stream drawn from ended: so does the pass (tf: stop_on_empty_dataset).
     if (!out) done_ = true;
     return out;
+  }
+
+  /// Checkpoint: both generators' states, the acceptance probabilities and
+  /// the class estimate, the counters, the rest of the block read ahead
+  /// while estimating (through ingest::serializer: at most 32 elements),
+  /// then the inputs. An element's error held in the block cannot be stored:
+  /// saving then raises Unimplemented.
+  void save(StateWriter& w) const requires serializable<In> {
+    for (std::size_t k = pos_; k < size_; ++k) {
+      if (block_[k].error) {
+        throw Unimplemented(
+            "checkpoint: stage 'rejection_resample' cannot be saved while its block holds an "
+            "input element's error",
+            {.stage = "rejection_resample"});
+      }
+    }
+    for (const Rng* rng : {&accept_rng_, &choose_rng_}) {
+      const auto& s = rng->state();
+      w.write(s[0], s[1], s[2], s[3]);
+    }
+    w.write(prob_original_, original_index_, filtered_index_, done_, primed_, filtered_done_);
+    for (const double a : acceptance_) w.write(a);
+    for (const std::int64_t c : counts_) w.write(c);
+    for (const double e : estimate_) w.write(e);
+    w.write(size_ - pos_);
+    for (std::size_t k = pos_; k < size_; ++k) {
+      w.write(block_[k].cls);
+      w.write_element(*block_[k].value);
+    }
+    if (original_) original_->save(w);
+    if (filtered_) filtered_->save(w);
+  }
+  void restore(StateReader& r) requires serializable<In> {
+    for (Rng* rng : {&accept_rng_, &choose_rng_}) {
+      std::uint64_t s[4];
+      r.read(s[0], s[1], s[2], s[3]);
+      rng->set_state(s);
+    }
+    r.read(prob_original_, original_index_, filtered_index_, done_, primed_, filtered_done_);
+    for (double& a : acceptance_) r.read(a);
+    for (std::int64_t& c : counts_) r.read(c);
+    for (double& e : estimate_) r.read(e);
+    const std::uint64_t at = r.offset();
+    std::size_t held = 0;
+    r.read(held);
+    if (held > block_.size()) {
+      throw DataLossError("checkpoint: rejection_resample holds " + std::to_string(held) +
+                              " elements, more than its block of " + std::to_string(block_.size()),
+                          {.stage = "rejection_resample", .offset = at});
+    }
+    pos_ = 0;
+    size_ = held;
+    for (std::size_t k = 0; k < held; ++k) {
+      Slot& s = block_[k];
+      r.read(s.cls);
+      if (s.cls < 0 || static_cast<std::size_t>(s.cls) >= params_->target.size()) {
+        throw DataLossError(
+            "checkpoint: rejection_resample class " + std::to_string(s.cls) + " is out of range",
+            {.stage = "rejection_resample", .offset = at});
+      }
+      s.value = r.read_element<In>("rejection_resample");
+      s.error = nullptr;
+    }
+    if (original_) original_->restore(r);
+    if (filtered_) filtered_->restore(r);
   }
 
  private:
@@ -373,6 +441,16 @@ class RejectionResampleDataset
 
   /// Unknown, as tf.data's: how many elements are accepted depends on the draws.
   std::int64_t cardinality() const { return unknown_cardinality; }
+
+  /// The target and initial distributions and the seed (one drawn when the
+  /// dataset was built differs between processes).
+  void fingerprint(Fingerprint& fp) const {
+    for (const auto* v : {&params_->target, &params_->initial}) {
+      fp.add(static_cast<std::uint64_t>(v->size()));
+      for (const double x : *v) fp.add(x);
+    }
+    fp.add(params_->seed);
+  }
 
  private:
   static std::shared_ptr<const detail::ResampleParams> make_params(
