@@ -207,6 +207,9 @@ class Anchors {
 
   /// Pulls between anchors.
   std::int64_t every() const noexcept { return every_; }
+  /// Puller: pulls between anchors from the next take() on (a stage whose
+  /// window changes: about the inputs it has in flight).
+  void set_every(std::int64_t every) noexcept { every_ = std::max<std::int64_t>(every, 1); }
 
   /// Puller: an anchor is due before pulling the input at `pulled`.
   bool due(std::int64_t pulled) const noexcept { return pulled >= next_; }

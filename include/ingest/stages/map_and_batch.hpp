@@ -382,8 +382,13 @@ class MapAndBatchIterator {
     return p;
   }
 
-  // Before loading the batch at next_index_.
+  // Before loading the batch at next_index_. Anchors come about once per
+  // window of batches in flight (at least 16 inputs apart); inline (a cheap
+  // function) every 4096 inputs, so that a save per anchor (~0.2 us) stays
+  // below 0.1 ns per element.
   [[gnu::noinline]] void take_anchor() noexcept {
+    const auto window = static_cast<std::int64_t>(batch_size_ * batches_.size());
+    anchors_.set_every(inline_ ? 4096 : std::clamp<std::int64_t>(window, 16, 4096));
     try {
       anchors_.take(input_, next_index_, detail::lowest_pending(next_index_, pending()));
     } catch (...) {
@@ -489,8 +494,8 @@ class MapAndBatchIterator {
   std::int64_t next_index_ = 0;
   std::uint64_t inline_batches_ = 0;
   std::exception_ptr refused_;  // an impossible batch_size, thrown by every next()
-  // Checkpoints: an anchor before the batch at least 256 inputs after the last.
-  detail::Anchors anchors_{256};
+  // Checkpoints: anchors of the input (see take_anchor).
+  detail::Anchors anchors_{16};
   detail::Replay replay_;  // after a restore: the batches to drop
 };
 

@@ -309,7 +309,14 @@ class ParallelMapIterator {
   }
 
   // Before pulling the input at next_index_ (between chunks and blocks).
+  // Anchors come about once per window of inputs in flight (at least 16
+  // inputs apart): inline (a cheap function) every 4096, so that a save per
+  // anchor (~0.2 us) stays below 0.1 ns per element; on the pool every
+  // budget of chunks, so that a restore recomputes about two windows.
   [[gnu::noinline]] void take_anchor() noexcept {
+    const auto window =
+        static_cast<std::int64_t>((2 * engine_.parallelism() + 1) * engine_.planner().chunk_size());
+    anchors_.set_every(inline_ ? 4096 : std::clamp<std::int64_t>(window, 16, 4096));
     try {
       anchors_.take(input_, next_index_, detail::lowest_pending(next_index_, pending()));
     } catch (...) {
@@ -333,8 +340,8 @@ class ParallelMapIterator {
   std::size_t block_pos_ = 0, block_end_ = 0;
   std::exception_ptr block_error_;
   std::int64_t block_countdown_ = 1;
-  // Checkpoints: an anchor every 256 pulls (or per chunk, if larger).
-  detail::Anchors anchors_{256};
+  // Checkpoints: anchors of the input (see take_anchor).
+  detail::Anchors anchors_{16};
   detail::Replay replay_;  // after a restore: the results to drop
 };
 
