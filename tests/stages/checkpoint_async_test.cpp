@@ -160,6 +160,17 @@ TEST_CASE("checkpoint: non-deterministic results delivered past a slow one",
       std::sort(all.begin(), all.end());
       CHECK(all == iota(0, 24));
     }
+    // Saved again right after the restore, and after a few elements: the
+    // results the first restore drops stay dropped.
+    for (const int steps : {0, 2, 5}) {
+      auto restored = make(4, me).iterator(state);
+      auto all = seen;
+      for (int i = 0; i < steps; ++i) all.push_back(*restored.next());
+      auto again = make(2, me).iterator(restored.save());
+      while (auto x = again.next()) all.push_back(*x);
+      std::sort(all.begin(), all.end());
+      CHECK(all == iota(0, 24));
+    }
     // The saved iterator goes on with the same rest.
     while (auto x = it.next()) seen.push_back(*x);
     std::sort(seen.begin(), seen.end());
@@ -367,6 +378,21 @@ TEST_CASE("checkpoint: positions as stored, and states that do not fit together"
   CHECK_FALSE(replay.delivered(10));
   CHECK(replay.delivered(11));
   CHECK_THROWS_AS(replay.expect_in_order("prefetch"), DataLossError);
+  // Saved again after this restore: before pulling anything, position 10
+  // is still due and 11 not; with 10..16 pulled and in flight, the same.
+  std::vector<detail::PositionRange> nothing;
+  std::int64_t pulled = 10;
+  replay.adjust(nothing, pulled);
+  CHECK(pulled == 12);
+  REQUIRE(nothing.size() == 1);
+  CHECK((nothing[0].begin == 10 && nothing[0].end == 11));
+  std::vector<detail::PositionRange> in_flight{{10, 17}};
+  pulled = 17;
+  replay.adjust(in_flight, pulled);
+  CHECK(pulled == 17);
+  REQUIRE(in_flight.size() == 2);
+  CHECK((in_flight[0].begin == 10 && in_flight[0].end == 11));
+  CHECK((in_flight[1].begin == 12 && in_flight[1].end == 17));
   // In order: one range up to the pulled position is no range at all.
   StateWriter in_order;
   detail::write_position(in_order, 0, none, 9, {{6, 9}});

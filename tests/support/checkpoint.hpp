@@ -90,10 +90,10 @@ void check_restore_everywhere(Make make) {
 }
 
 /// For order-free stages (.deterministic = false): for every k, k steps,
-/// save, restore into `make_restored()`, and the steps before the save and
-/// after the restore together are exactly those of a whole pass (as
-/// multisets: nothing lost, nothing twice). `key` turns an element into
-/// something sortable.
+/// save, restore into `make_restored()`, a few steps, save and restore
+/// again, and the steps before the saves and after the last restore
+/// together are exactly those of a whole pass (as multisets: nothing lost,
+/// nothing twice). `key` turns an element into something sortable.
 template <class Make, class MakeRestored, class Key>
 void check_restore_unordered(Make make, MakeRestored make_restored, Key key) {
   using T = typename decltype(make())::element_type;
@@ -120,8 +120,14 @@ void check_restore_unordered(Make make, MakeRestored make_restored, Key key) {
     const IteratorState state = IteratorState::from_bytes(it.save().bytes());
     const auto ds1 = make_restored();
     auto restored = ds1.iterator(state);
+    // Saved again after a few steps (0 to 2), and restored again.
+    for (std::size_t i = 0; i < k % 3; ++i) {
+      if (auto s = next_step(restored)) before.push_back(std::move(*s));
+    }
+    const auto ds2 = make_restored();
+    auto again = ds2.iterator(restored.save());
     auto seen = keys(before);
-    const auto after = keys(drain_steps(restored));
+    const auto after = keys(drain_steps(again));
     seen.insert(seen.end(), after.begin(), after.end());
     std::sort(seen.begin(), seen.end());
     CHECK(seen == all);

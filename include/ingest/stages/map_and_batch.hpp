@@ -136,7 +136,10 @@ class MapAndBatchIterator {
   /// Checkpoint: the newest anchor at or before the first input not yet
   /// delivered, and which batches were not (runtime/anchors.hpp).
   void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
-    anchors_.write(w, next_index_, pending(), [&](StateWriter& now) { input_.save(now); });
+    std::vector<detail::PositionRange> p = pending();
+    std::int64_t pulled = next_index_;
+    replay_.adjust(p, pulled);  // saved again after a restore: what it still drops
+    anchors_.write(w, pulled, std::move(p), [&](StateWriter& now) { input_.save(now); });
   }
   /// Restores what save() wrote into a fresh iterator: the input from the
   /// anchor, replayed to the first input not delivered (a batch's start).
