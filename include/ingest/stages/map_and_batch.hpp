@@ -390,7 +390,8 @@ class MapAndBatchIterator {
   // function) every 4096 inputs, so that a save per anchor (~0.2 us) stays
   // below 0.1 ns per element.
   [[gnu::noinline]] void take_anchor() noexcept {
-    const auto window = static_cast<std::int64_t>(batch_size_ * batches_.size());
+    const auto window =
+        static_cast<std::int64_t>(std::min<std::size_t>(batch_size_, 4096) * batches_.size());
     anchors_.set_every(inline_ ? 4096 : std::clamp<std::int64_t>(window, 16, 4096));
     try {
       anchors_.take(input_, next_index_, detail::lowest_pending(next_index_, pending()));
