@@ -335,6 +335,17 @@ class LoadStep {
     engine_.synchronize();
   }
 
+  /// Checkpoint: the input's position (the batches in flight are loaded
+  /// again after a restore).
+  void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
+    w.write_i64(position_);
+    input_.save(w);
+  }
+  void restore(StateReader& r) requires checkpointable_iterator<InputIt> {
+    position_ = r.read_i64();
+    input_.restore(r);
+  }
+
   std::optional<value_type> next() {
     if (failed_) return std::nullopt;
     const std::int64_t index = position_++;

@@ -115,6 +115,8 @@ class ParallelApply {
   StageNode* node() const noexcept { return node_; }
   std::size_t slots() const noexcept { return runner_->capacity(); }
   Work& work(std::size_t slot) noexcept { return runner_->work(slot); }
+  /// A slot's work, for the consumer's own fields (what it loaded).
+  const Work& work(std::size_t slot) const noexcept { return runner_->work(slot); }
   bool done(std::size_t slot) const noexcept { return runner_->state(slot) == Runner::done; }
 
   /// Re-reads a tuned parallelism and the function's measured cost; true

@@ -7,6 +7,11 @@
 // cancel_and_join() stops the producer after its current element and
 // destroys the input iterator on the calling thread.
 //
+// Checkpoints (enable_anchors; not with a gate): the producer anchors its
+// input every few pulls (runtime/anchors.hpp), and save_position() stores
+// the consumer's position: the elements in the ring are recomputed after a
+// restore.
+//
 // A cooperative prefetcher (the interleave's, with a Gate) holds a driver
 // thread only while it pulls: a producer that gets no permit parks in the
 // gate and returns its thread, and one whose ring is full returns too. A
@@ -26,11 +31,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ingest/core/context.hpp"
 #include "ingest/core/iterator.hpp"
+#include "ingest/core/state.hpp"
+#include "ingest/runtime/anchors.hpp"
 #include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/model.hpp"
 #include "ingest/runtime/runtime_core.hpp"
@@ -159,6 +168,8 @@ class Prefetcher {
   /// Starts the producer (idempotent); next() and try_take() start it too.
   void start() {
     if (started_ || stopped_ || !shared_) return;
+    // The first anchor, on this thread: a save() from now on finds one.
+    if (shared_->anchors) shared_->anchors->take(*shared_->input, shared_->base, shared_->base);
     if constexpr (Cooperative) {
       Shared::wake(shared_);
     } else {
@@ -241,6 +252,33 @@ class Prefetcher {
       }
     }
     if (running) s.exit_signal.wait_until([&] { return s.exited.load(std::memory_order_acquire); });
+  }
+
+  /// Checkpoints: the producer anchors its input every `every` pulls (call
+  /// before start(); not Cooperative).
+  void enable_anchors(std::int64_t every) requires(!Cooperative) {
+    shared_->anchors.emplace(every, shared_->base);
+  }
+
+  /// The consumer's position (see runtime/anchors.hpp); between calls of
+  /// next(), with anchors enabled. Locks the anchor queue only.
+  void save_position(StateWriter& w) const requires(!Cooperative) {
+    const Shared& s = *shared_;
+    const std::int64_t consumed =
+        s.base + static_cast<std::int64_t>(s.head.load(std::memory_order_relaxed)) -
+        (ended_ ? 1 : 0);  // the end's item is no element
+    s.anchors->write(w, consumed, {}, [&](StateWriter& now) { s.input->save(now); });
+  }
+
+  /// Restores what save_position() wrote, before start(): restores the
+  /// input from the anchor and replays it to the consumer's position.
+  void restore_position(StateReader& r, std::string_view stage) requires(!Cooperative) {
+    Shared& s = *shared_;
+    const Replay replay = read_position(r, *s.input, stage);
+    replay.expect_in_order(stage);
+    skip_inputs(*s.input, replay.low - replay.anchor, stage);
+    s.base = replay.low;
+    s.anchors.emplace(s.anchors->every(), s.base);
   }
 
   /// After stop_and_join(), with every produced element taken (not ended):
@@ -429,6 +467,7 @@ class Prefetcher {
     bool pull_burst_unmeasured() {
       static constexpr int burst = 64;
       for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
+        if (anchors) anchor_if_due();
         Item item;
         try {
           item.value = input->next();
@@ -441,6 +480,16 @@ class Prefetcher {
         if (!has_room()) break;
       }
       return false;
+    }
+
+    // Before the pull at ring position tail: the anchor, every so often.
+    void anchor_if_due() noexcept {
+      const std::int64_t pulled =
+          base + static_cast<std::int64_t>(tail.load(std::memory_order_relaxed));
+      if (anchors->due(pulled)) [[unlikely]] {
+        anchors->take(*input, pulled,
+                      base + static_cast<std::int64_t>(head.load(std::memory_order_relaxed)));
+      }
     }
 
     bool has_room() const noexcept {
@@ -509,6 +558,8 @@ class Prefetcher {
     StageNode* node;
     Runtime* runtime;
     std::uint32_t bursts = 0;                      // producer's: pull_burst calls
+    std::optional<Anchors> anchors;                // checkpoints (enable_anchors)
+    std::int64_t base = 0;                         // the input position of ring position 0
     alignas(64) std::atomic<std::size_t> head{0};  // consumer position
     alignas(64) std::atomic<std::size_t> tail{0};  // producer position
     Notifier not_empty, not_full, exit_signal;
@@ -560,7 +611,10 @@ class Prefetcher {
 namespace ingest {
 
 /// The iterator over a Prefetcher's ring: what prefetch() and the loaders
-/// return.
+/// return. Checkpoints (when its input has them): the consumer's position,
+/// through the input's anchors (runtime/anchors.hpp); the elements buffered
+/// at the save are recomputed after a restore. States do not depend on the
+/// buffer size: one saved with prefetch(4) restores into prefetch(0).
 template <class InputIt>
 class PrefetchIterator {
  public:
@@ -570,15 +624,23 @@ class PrefetchIterator {
   /// slots and holds at most the knob's value.
   /// A capacity of 0: no producer, next() pulls the input directly.
   /// `cancel`: the source whose token the input's context got; stopped
-  /// when this iterator is destroyed.
+  /// when this iterator is destroyed. `stage`: the stage's name (static
+  /// storage), for checkpoint errors.
   PrefetchIterator(InputIt input, std::size_t capacity, std::shared_ptr<Runtime> runtime,
-                   detail::StageNode* node = nullptr, CancellationSource cancel = {})
-      : runtime_(std::move(runtime)), cancel_(std::move(cancel)) {
+                   detail::StageNode* node = nullptr, CancellationSource cancel = {},
+                   std::string_view stage = "prefetch")
+      : runtime_(std::move(runtime)), cancel_(std::move(cancel)), stage_(stage) {
     if (capacity == 0) {
       direct_.emplace(std::move(input));
     } else {
       prefetcher_.emplace(std::move(input), capacity, *runtime_, nullptr, nullptr,
                           node && node->buffer.tunable() ? &node->buffer.value : nullptr, node);
+      if constexpr (checkpointable_iterator<InputIt>) {
+        // An anchor per buffer (8 to 256 elements): the replay after a
+        // restore is at most twice the buffer.
+        prefetcher_->enable_anchors(
+            static_cast<std::int64_t>(std::clamp<std::size_t>(capacity, 8, 256)));
+      }
     }
   }
 
@@ -590,9 +652,31 @@ class PrefetchIterator {
 
   std::optional<value_type> next() { return direct_ ? direct_->next() : prefetcher_->next(); }
 
+  /// Checkpoint: the input's state at the consumer's position.
+  void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
+    if (direct_) {
+      StateWriter now;
+      direct_->save(now);
+      detail::write_position(w, 0, now.bytes(), 0, {});
+    } else {
+      prefetcher_->save_position(w);
+    }
+  }
+  /// Restores what save() wrote, into a fresh iterator (any buffer size).
+  void restore(StateReader& r) requires checkpointable_iterator<InputIt> {
+    if (direct_) {
+      const detail::Replay replay = detail::read_position(r, *direct_, stage_);
+      replay.expect_in_order(stage_);
+      detail::skip_inputs(*direct_, replay.low - replay.anchor, stage_);
+    } else {
+      prefetcher_->restore_position(r, stage_);
+    }
+  }
+
  private:
   std::shared_ptr<Runtime> runtime_;  // outlives the prefetcher (declared first)
   CancellationSource cancel_;
+  std::string_view stage_;
   std::optional<InputIt> direct_;
   std::optional<detail::Prefetcher<InputIt>> prefetcher_;
 };

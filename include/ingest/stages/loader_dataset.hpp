@@ -45,6 +45,8 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
   }
 
   const options_type& options() const noexcept { return options_; }
+  /// The input (the depth is not part of the fingerprint).
+  const Input& input() const noexcept { return input_; }
 
   /// Throws what the backend throws when it cannot run here (e.g.
   /// ingest::Unavailable without a CUDA device), before starting anything.
@@ -70,7 +72,8 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
     using Step = LoadStep<Backend, child_iterator_t<Input>>;
     return PrefetchIterator<Step>(
         Step(child_iterator(input_, inner), std::move(shared), std::move(engine), depth, knob),
-        static_cast<std::size_t>(capacity), runtime, ctx.node, std::move(cancel));
+        static_cast<std::size_t>(capacity), runtime, ctx.node, std::move(cancel),
+        Backend::stage_name);
   }
 
  private:

@@ -7,6 +7,9 @@
 // finish. f is called concurrently, so it must be callable as const. An
 // exception from f surfaces from next() at its element's position.
 // Destroying the iterator stops new calls and waits for running ones.
+// Checkpoints store the consumer's position (runtime/anchors.hpp): the input's
+// state at an anchor and the inputs not yet delivered; the calls in flight
+// are made again after a restore, into any parallelism.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +28,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
+#include "ingest/runtime/anchors.hpp"
 #include "ingest/runtime/chunking.hpp"
 #include "ingest/runtime/parallel_apply.hpp"
 #include "ingest/runtime/pipeline.hpp"
@@ -64,6 +69,23 @@ class ParallelMapIterator {
     return next_slow();
   }
 
+  /// Checkpoint: the newest anchor at or before the first input not yet
+  /// delivered, and which pulled inputs were not (runtime/anchors.hpp).
+  void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
+    std::vector<detail::PositionRange> p = pending();
+    std::int64_t pulled = next_index_;
+    replay_.adjust(p, pulled);  // saved again after a restore: what it still drops
+    anchors_.write(w, pulled, std::move(p), [&](StateWriter& now) { input_.save(now); });
+  }
+  /// Restores what save() wrote into a fresh iterator: the input from the
+  /// anchor, replayed to the first input not delivered.
+  void restore(StateReader& r) requires checkpointable_iterator<InputIt> {
+    replay_ = detail::read_position(r, input_, "parallel_map");
+    detail::skip_inputs(input_, replay_.low - replay_.anchor, "parallel_map");
+    next_index_ = replay_.low;
+    anchors_.take(input_, next_index_, next_index_);
+  }
+
  private:
   // In inline mode over a source that applies f in its own bulk loop (range,
   // from_vector), f runs a block of elements at a time on the consumer's
@@ -90,7 +112,11 @@ class ParallelMapIterator {
           // exchange, not move-then-reset: with the latter, GCC 12 at -O3
           // reports a false -Wmaybe-uninitialized (unique_ptr elements).
           std::optional<value_type> v = std::exchange(c.out[i], std::nullopt);
+          const std::int64_t position = c.first_index + static_cast<std::int64_t>(i);
           if (c.pos == c.count) finish_current();
+          // After a restore: results delivered before the save are dropped.
+          if (position < replay_.high && replay_.delivered(position)) [[unlikely]]
+            continue;
           if (error) std::rethrow_exception(error);
           return v;
         }
@@ -145,12 +171,16 @@ class ParallelMapIterator {
   const F& f() const noexcept { return engine_.compute().f; }
 
   void replan() {
-    inline_ = engine_.replan();
+    // Replaying (after a restore) goes through chunks, whose results are
+    // filtered at hand-out.
+    inline_ = engine_.replan() && next_index_ >= replay_.high;
     fast_ = inline_ && current_ == Engine::none && inflight_.empty();
   }
 
   [[gnu::always_inline]] std::optional<value_type> next_inline() {
     if constexpr (blocks) return next_block();
+    if (anchors_.due(next_index_)) [[unlikely]]
+      take_anchor();
     std::optional<In> x = detail::next_counted(input_, next_index_);
     if (!x) return std::nullopt;
     const std::int64_t index = next_index_++;
@@ -185,6 +215,8 @@ class ParallelMapIterator {
   [[gnu::noinline]] std::optional<value_type> next_block() {
     if (block_error_) std::rethrow_exception(std::exchange(block_error_, nullptr));
     if (block_.empty()) block_.resize(block_size);
+    if (anchors_.due(next_index_)) [[unlikely]]
+      take_anchor();
     const bool timed = --block_countdown_ == 0;
     const std::int64_t start = timed ? detail::ticks() : 0;
     std::exception_ptr error;
@@ -219,6 +251,8 @@ class ParallelMapIterator {
       if (loaded && engine_.ready(std::span(&inflight_.front(), 1))) return;
       const std::size_t slot = engine_.find_idle();
       if (slot == Engine::none) return;
+      if (anchors_.due(next_index_)) [[unlikely]]
+        take_anchor();
       Chunk& c = engine_.work(slot);
       const std::size_t size = planner().chunk_size();
       if (c.in.size() < size) {
@@ -256,6 +290,43 @@ class ParallelMapIterator {
     current_ = Engine::none;
   }
 
+  // The pulled inputs not yet delivered: the rest of the chunk being handed
+  // out, the chunks in flight, the rest of an inline block.
+  std::vector<detail::PositionRange> pending() const {
+    std::vector<detail::PositionRange> p;
+    p.reserve(inflight_.size() + 2);
+    if (current_ != Engine::none) {
+      const Chunk& c = engine_.work(current_);
+      p.push_back({c.first_index + static_cast<std::int64_t>(c.pos),
+                   c.first_index + static_cast<std::int64_t>(c.count)});
+    }
+    for (const std::size_t slot : inflight_) {
+      const Chunk& c = engine_.work(slot);
+      p.push_back({c.first_index, c.first_index + static_cast<std::int64_t>(c.count)});
+    }
+    if constexpr (blocks) {
+      const auto left = static_cast<std::int64_t>(block_end_ - block_pos_) + (block_error_ ? 1 : 0);
+      if (left) p.push_back({next_index_ - left, next_index_});
+    }
+    return p;
+  }
+
+  // Before pulling the input at next_index_ (between chunks and blocks).
+  // Anchors come about once per window of inputs in flight (at least 16
+  // inputs apart): inline (a cheap function) every 4096, so that a save per
+  // anchor (~0.2 us) stays below 0.1 ns per element; on the pool every
+  // budget of chunks, so that a restore recomputes about two windows.
+  [[gnu::noinline]] void take_anchor() noexcept {
+    const auto window =
+        static_cast<std::int64_t>((2 * engine_.parallelism() + 1) * engine_.planner().chunk_size());
+    anchors_.set_every(inline_ ? 4096 : std::clamp<std::int64_t>(window, 16, 4096));
+    try {
+      anchors_.take(input_, next_index_, detail::lowest_pending(next_index_, pending()));
+    } catch (...) {
+      // No memory for the list: the next pull tries again.
+    }
+  }
+
   InputIt input_;
   Engine engine_;
   detail::StageNode* node_;
@@ -272,6 +343,9 @@ class ParallelMapIterator {
   std::size_t block_pos_ = 0, block_end_ = 0;
   std::exception_ptr block_error_;
   std::int64_t block_countdown_ = 1;
+  // Checkpoints: anchors of the input (see take_anchor).
+  detail::Anchors anchors_{16};
+  detail::Replay replay_;  // after a restore: the results to drop
 };
 
 template <class Input, class F>

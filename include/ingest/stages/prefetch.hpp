@@ -7,6 +7,8 @@
 // first, whose token the stages before it check between elements (a batch
 // being filled stops after the element in hand). prefetch(0) buffers nothing: the
 // consumer pulls its input directly, on its own thread (tf.data accepts 0).
+// Checkpoints store the input's state at the consumer's position (see
+// runtime/anchors.hpp); the buffered elements are recomputed after a restore.
 #pragma once
 
 #include <cstddef>
@@ -64,6 +66,9 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
   }
 
   std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  /// The input (the buffer size is not part of the fingerprint: a state
+  /// restores into any buffer size).
+  const Input& input() const noexcept { return input_; }
 
  private:
   Input input_;

@@ -1,0 +1,316 @@
+// Checkpoints through the stages that run their input ahead of the consumer
+// (prefetch and the loaders, parallel map, map-and-batch): the one mechanism
+// they share. A state stores the consumer's position, never a buffered
+// element; the work in flight at the save is recomputed after a restore.
+//
+// Positions count the input elements the stage pulled (an input error is an
+// element). Every `every` pulls (and before the first) the thread that pulls
+// saves the input's state into an anchor {position, bytes} right before its
+// next pull: a lock of the anchor queue and a small allocation per `every`
+// elements, nothing per element. Anchors no longer needed (older than the
+// newest one at or before the lowest position not yet delivered) are
+// dropped as new ones come.
+//
+// A stage's section then holds (all integers i64):
+//
+//   anchor position A, the anchor's bytes (its input's section),
+//   low L (the lowest position not delivered), high H,
+//   n, then n ranges [begin, end) within [L, H)
+//
+// Positions below L were delivered; of those in [L, H), exactly the ones in
+// the ranges were not (a non-deterministic stage hands results out of
+// order); none from H on was. A restore restores a fresh input from the
+// anchor, pulls and discards the L - A inputs before L, and then drops the
+// results of [L, H) outside the ranges as they come: with `every` pulls
+// between anchors, the replay is at most `every` + the stage's window.
+//
+// If the input cannot be saved (its save() throws), the error is kept and
+// the next anchor is tried after twice as many pulls (a pending error of a
+// map passes, a stage that cannot be saved costs a few attempts in all);
+// save() rethrows it while no anchor is at or before the consumer's position.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
+
+namespace ingest::detail {
+
+/// Input positions [begin, end).
+struct PositionRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+/// What a restore replays: the input was restored at `anchor`; the inputs
+/// before `low` are discarded (skip_inputs) and, of the results at positions
+/// in [low, high), only those in `pending` are delivered.
+struct Replay {
+  std::int64_t anchor = 0;
+  std::int64_t low = 0;
+  std::int64_t high = 0;
+  std::vector<PositionRange> pending;
+
+  /// True if the result at `position` (< high) was delivered before the save.
+  bool delivered(std::int64_t position) const noexcept {
+    if (position < low) return true;
+    for (const PositionRange& r : pending) {
+      if (position < r.begin) return true;
+      if (position < r.end) return false;
+    }
+    return true;
+  }
+
+  /// What an iterator restored with this replay states when it is saved
+  /// again: its `pending` ranges (of `pulled` inputs) less the results this
+  /// replay drops, plus the ones it has yet to pull and deliver; `pulled`
+  /// becomes at least `high` (what lies between was delivered).
+  void adjust(std::vector<PositionRange>& pending, std::int64_t& pulled) const {
+    if (high <= low) return;  // nothing was delivered out of order
+    std::vector<PositionRange> out;
+    const auto add = [&](std::int64_t b, std::int64_t e) {
+      if (b < e) out.push_back({b, e});
+    };
+    for (const PositionRange& r : pending) {
+      for (const PositionRange& u : this->pending)
+        add(std::max(r.begin, u.begin), std::min(r.end, u.end));
+      add(std::max(r.begin, high), r.end);
+    }
+    if (pulled < high) {
+      for (const PositionRange& u : this->pending) add(std::max(u.begin, pulled), u.end);
+      pulled = high;
+    }
+    pending = std::move(out);
+  }
+
+  /// For a stage that delivers in order (prefetch): a state with results
+  /// delivered out of order is DataLossError.
+  void expect_in_order(std::string_view stage) const {
+    if (high != low) {
+      throw DataLossError("checkpoint: stage '" + std::string(stage) +
+                              "' delivers in order, but the state has results delivered out of "
+                              "order",
+                          {.stage = std::string(stage)});
+    }
+  }
+};
+
+/// Writes a stage's position (the layout at the top of this file); `pending`:
+/// the ranges of pulled positions below `pulled` not yet delivered, in any
+/// order (a deterministic stage has one: [consumer's position, pulled)).
+inline void write_position(StateWriter& w, std::int64_t anchor,
+                           std::span<const std::byte> anchor_bytes, std::int64_t pulled,
+                           std::vector<PositionRange> pending) {
+  std::erase_if(pending, [](const PositionRange& r) { return r.begin >= r.end; });
+  std::sort(pending.begin(), pending.end(),
+            [](const PositionRange& a, const PositionRange& b) { return a.begin < b.begin; });
+  std::vector<PositionRange> merged;
+  for (const PositionRange& r : pending) {
+    if (!merged.empty() && r.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, r.end);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  std::int64_t high = pulled;
+  // What ends at the pulled position is pending anyway (everything from H on is).
+  if (!merged.empty() && merged.back().end >= high) {
+    high = merged.back().begin;
+    merged.pop_back();
+  }
+  const std::int64_t low = merged.empty() ? high : merged.front().begin;
+  w.write_i64(anchor);
+  w.write_bytes(anchor_bytes);
+  w.write_i64(low);
+  w.write_i64(high);
+  w.write_u64(merged.size());
+  for (const PositionRange& r : merged) {
+    w.write_i64(r.begin);
+    w.write_i64(r.end);
+  }
+}
+
+/// The lowest position not delivered, for a stage that has pulled `pulled`
+/// inputs and whose undelivered ones are `pending`.
+inline std::int64_t lowest_pending(std::int64_t pulled,
+                                   std::span<const PositionRange> pending) noexcept {
+  std::int64_t low = pulled;
+  for (const PositionRange& r : pending)
+    if (r.begin < r.end) low = std::min(low, r.begin);
+  return low;
+}
+
+/// Reads what write_position wrote: restores `input` (a fresh iterator)
+/// from the anchor and returns the replay. Throws DataLossError for
+/// positions that do not fit together.
+template <class It>
+Replay read_position(StateReader& r, It& input, std::string_view stage) {
+  Replay replay;
+  const std::uint64_t at = r.offset();
+  replay.anchor = r.read_i64();
+  const std::uint64_t bytes_at = r.offset() + 8;
+  const std::vector<std::byte> bytes = r.read_bytes();
+  replay.low = r.read_i64();
+  replay.high = r.read_i64();
+  const std::uint64_t n = r.read_u64();
+  const auto bad = [&](const std::string& what) {
+    throw DataLossError("checkpoint: stage '" + std::string(stage) + "': " + what + " at byte " +
+                            std::to_string(at),
+                        {.stage = std::string(stage), .offset = at});
+  };
+  if (replay.anchor < 0 || replay.low < replay.anchor || replay.high < replay.low) {
+    bad("positions out of order (anchor " + std::to_string(replay.anchor) + ", low " +
+        std::to_string(replay.low) + ", high " + std::to_string(replay.high) + ")");
+  }
+  if (n > r.remaining() / 16) bad(std::to_string(n) + " ranges do not fit in the state");
+  std::int64_t last = replay.low;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    PositionRange p{r.read_i64(), 0};
+    p.end = r.read_i64();
+    if (p.begin < last || p.end <= p.begin || p.end > replay.high) bad("ranges out of order");
+    last = p.end;
+    replay.pending.push_back(p);
+  }
+  StateReader anchor(bytes, bytes_at);
+  input.restore(anchor);
+  anchor.finish();
+  return replay;
+}
+
+/// Pulls and discards `n` inputs (errors count; Cancelled passes): the
+/// replay from an anchor to the consumer's position. An input that ends
+/// first is DataLossError (it changed since the save).
+template <class It>
+void skip_inputs(It& input, std::int64_t n, std::string_view stage) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    bool ended = false;
+    try {
+      ended = !input.next();
+    } catch (const Cancelled&) {
+      throw;
+    } catch (...) {
+      // An element's error: it was delivered before the save.
+    }
+    if (ended) {
+      throw DataLossError("checkpoint: stage '" + std::string(stage) + "': its input ended " +
+                              std::to_string(n - i) + " elements before the saved position",
+                          {.stage = std::string(stage)});
+    }
+  }
+}
+
+/// The anchors of one stage's input (see the top of this file). The puller
+/// calls due() before each pull (or bulk pull) and take() when it is true;
+/// the consumer calls write(). The queue is locked for each, never per
+/// element; take() may run on another thread than write().
+class Anchors {
+ public:
+  explicit Anchors(std::int64_t every = 64, std::int64_t first = 0)
+      : every_(std::max<std::int64_t>(every, 1)), interval_(every_), next_(first) {}
+  Anchors(Anchors&& o) noexcept
+      : every_(o.every_),
+        interval_(o.interval_),
+        next_(o.next_),
+        anchors_(std::move(o.anchors_)),
+        failure_(std::move(o.failure_)) {}
+  Anchors& operator=(Anchors&&) = delete;
+
+  /// Pulls between anchors.
+  std::int64_t every() const noexcept { return every_; }
+  /// Puller: pulls between anchors from the next take() on (a stage whose
+  /// window changes: about the inputs it has in flight).
+  void set_every(std::int64_t every) noexcept { every_ = std::max<std::int64_t>(every, 1); }
+
+  /// Puller: an anchor is due before pulling the input at `pulled`.
+  bool due(std::int64_t pulled) const noexcept { return pulled >= next_; }
+
+  /// Puller, between pulls: saves `input` as the anchor at `pulled`, and
+  /// drops the anchors older than the newest one at or before `low` (the
+  /// lowest position not delivered; a stale value only keeps more).
+  template <class It>
+  void take(const It& input, std::int64_t pulled, std::int64_t low) noexcept {
+    try {
+      StateWriter w;
+      input.save(w);
+      std::vector<std::byte> bytes = std::move(w).take();
+      interval_ = every_;
+      next_ = pulled + every_;
+      std::lock_guard lock(mu_);
+      anchors_.push_back({pulled, std::move(bytes)});
+      std::size_t keep = 0;
+      for (std::size_t i = 0; i < anchors_.size(); ++i)
+        if (anchors_[i].position <= low) keep = i;
+      anchors_.erase(anchors_.begin(), anchors_.begin() + static_cast<std::ptrdiff_t>(keep));
+    } catch (...) {
+      interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
+      next_ = pulled + interval_;
+      try {
+        std::lock_guard lock(mu_);
+        failure_ = std::current_exception();
+      } catch (...) {
+      }
+    }
+  }
+
+  /// Consumer: writes the stage's position (see write_position) with the
+  /// newest anchor at or before the lowest pending position. With no anchor
+  /// taken yet, `save_now(StateWriter&)` saves the input, which is idle and
+  /// at `pulled` (nothing pulled yet). Rethrows the input's error if it
+  /// could not be saved.
+  template <class SaveNow>
+  void write(StateWriter& w, std::int64_t pulled, std::vector<PositionRange> pending,
+             SaveNow&& save_now) const {
+    const std::int64_t low = lowest_pending(pulled, pending);
+    std::int64_t position = 0;
+    std::vector<std::byte> bytes;
+    bool found = false;
+    std::exception_ptr failure;
+    {
+      std::lock_guard lock(mu_);
+      for (auto a = anchors_.rbegin(); a != anchors_.rend(); ++a) {
+        if (a->position <= low) {
+          position = a->position;
+          bytes = a->bytes;
+          found = true;
+          break;
+        }
+      }
+      failure = failure_;
+    }
+    if (!found) {
+      if (failure) std::rethrow_exception(failure);
+      StateWriter now;
+      save_now(now);
+      position = pulled;
+      bytes = std::move(now).take();
+    }
+    write_position(w, position, bytes, pulled, std::move(pending));
+  }
+
+ private:
+  struct Anchor {
+    std::int64_t position = 0;
+    std::vector<std::byte> bytes;
+  };
+
+  std::int64_t every_;
+  std::int64_t interval_;  // pulls to the next try: every_, doubled after each failure
+  std::int64_t next_;      // the position at which the next anchor is due
+  mutable std::mutex mu_;
+  std::deque<Anchor> anchors_;  // oldest first
+  std::exception_ptr failure_;  // the input's error from its last failed save
+};
+
+}  // namespace ingest::detail
