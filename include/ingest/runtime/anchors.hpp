@@ -74,25 +74,25 @@ struct Replay {
   }
 
   /// What an iterator restored with this replay states when it is saved
-  /// again: its `pending` ranges (of `pulled` inputs) less the results this
+  /// again: its `due` ranges (of `pulled` inputs) less the results this
   /// replay drops, plus the ones it has yet to pull and deliver; `pulled`
   /// becomes at least `high` (what lies between was delivered).
-  void adjust(std::vector<PositionRange>& pending, std::int64_t& pulled) const {
+  void adjust(std::vector<PositionRange>& due, std::int64_t& pulled) const {
     if (high <= low) return;  // nothing was delivered out of order
     std::vector<PositionRange> out;
     const auto add = [&](std::int64_t b, std::int64_t e) {
       if (b < e) out.push_back({b, e});
     };
-    for (const PositionRange& r : pending) {
-      for (const PositionRange& u : this->pending)
+    for (const PositionRange& r : due) {
+      for (const PositionRange& u : pending)
         add(std::max(r.begin, u.begin), std::min(r.end, u.end));
       add(std::max(r.begin, high), r.end);
     }
     if (pulled < high) {
-      for (const PositionRange& u : this->pending) add(std::max(u.begin, pulled), u.end);
+      for (const PositionRange& u : pending) add(std::max(u.begin, pulled), u.end);
       pulled = high;
     }
-    pending = std::move(out);
+    due = std::move(out);
   }
 
   /// For a stage that delivers in order (prefetch): a state with results
