@@ -16,6 +16,7 @@
 #include <ingest/loader.hpp>
 
 #include "support/checkpoint.hpp"
+#include "support/files.hpp"
 #include "support/testing.hpp"
 
 using namespace ingest;
@@ -298,17 +299,23 @@ TEST_CASE("checkpoint: a stage before an async one that cannot be saved",
       (void)it.save();
       FAIL("save() did not throw");
     } catch (const Unimplemented& e) {
-      CHECK_THAT(e.what(), Catch::Contains("stage 'unique' cannot be saved"));
+      CHECK_THAT(e.what(), Catch::Contains("stage 'group_by_window' cannot be saved"));
     }
     // Iteration goes on.
     CHECK(it.next());
   };
-  check(range(100).unique().prefetch(4));
-  check(range(100).unique().map(slow_square, {.parallelism = 2}));
-  check(range(100).unique().map(slow_square, {.parallelism = 2}).batch(3));
-  check(range(100).unique().prefetch(0));
+  // group_by_window cannot be saved yet.
+  const auto grouped = [] {
+    return range(100).group_by_window(
+        [](std::int64_t x) { return x % 2; },
+        [](std::int64_t, std::vector<std::int64_t> w) { return from_vector(std::move(w)); }, 2);
+  };
+  check(grouped().prefetch(4));
+  check(grouped().map(slow_square, {.parallelism = 2}));
+  check(grouped().map(slow_square, {.parallelism = 2}).batch(3));
+  check(grouped().prefetch(0));
   // Before any element too.
-  auto fresh = range(100).unique().prefetch(2).iterator();
+  auto fresh = grouped().prefetch(2).iterator();
   CHECK_THROWS_AS(fresh.save(), Unimplemented);
 }
 
@@ -410,4 +417,39 @@ TEST_CASE("checkpoint: positions as stored, and states that do not fit together"
   bad.write_u64(0);
   StateReader r3(bad.bytes());
   CHECK_THROWS_AS(detail::read_position(r3, idle, "prefetch"), DataLossError);
+}
+
+TEST_CASE("checkpoint: interleave, sequential and parallel, deterministic or not",
+          "[stages][checkpoint][interleave]") {
+  TempDir dir;
+  std::vector<std::string> paths;
+  for (int f = 0; f < 5; ++f) {
+    paths.push_back(dir / ("f" + std::to_string(f) + ".txt"));
+    std::string lines;
+    for (int i = 0; i < 3 + 4 * f; ++i) lines += std::to_string(f * 100 + i) + "\n";
+    write_file(paths.back(), lines);
+  }
+  const auto make = [&](std::int64_t parallelism, std::int64_t cycle, std::int64_t block) {
+    return from_vector(paths).repeat(2).interleave(
+        [](const std::string& p) { return text_lines(p); },
+        {.cycle_length = cycle, .block_length = block, .parallelism = parallelism});
+  };
+  for (const std::int64_t parallelism : {std::int64_t{1}, std::int64_t{2}, std::int64_t{4}}) {
+    INFO("parallelism " << parallelism);
+    check_restore_everywhere([&] { return make(parallelism, 3, 2); });
+    // Into another parallelism, both ways.
+    check_restore_everywhere([&] { return make(parallelism, 2, 1); },
+                             [&] { return make(parallelism == 1 ? 4 : 1, 2, 1); });
+  }
+  // Non-deterministic: what follows a restore is the rest, each element once.
+  const auto unordered = [&] {
+    return from_vector(paths).interleave(
+        [](const std::string& p) { return text_lines(p); },
+        {.cycle_length = 3, .parallelism = 3, .deterministic = false});
+  };
+  check_restore_unordered(unordered, unordered, [](const std::string& s) { return s; });
+  // Another cycle or block length is another pipeline.
+  const auto state = make(2, 3, 2).iterator().save();
+  CHECK_THROWS_AS(make(2, 3, 1).iterator(state), InvalidArgument);
+  CHECK_THROWS_AS(make(2, 2, 2).iterator(state), InvalidArgument);
 }

@@ -22,7 +22,10 @@
 // order); none from H on was. A restore restores a fresh input from the
 // anchor, pulls and discards the L - A inputs before L, and then drops the
 // results of [L, H) outside the ranges as they come: with `every` pulls
-// between anchors, the replay is at most `every` + the stage's window.
+// between anchors, the replay is at most `every` + the stage's window. An
+// input whose save() costs more than about 1% of the time its pulls take (a
+// large shuffle buffer before a prefetch) is anchored less often, keeping
+// that cost, and its replay is longer.
 //
 // If the input cannot be saved (its save() throws), the error is kept and
 // the next anchor is tried after twice as many pulls (a pending error of a
@@ -43,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/clock.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/state.hpp"
 
@@ -223,6 +227,8 @@ class Anchors {
       : every_(o.every_),
         interval_(o.interval_),
         next_(o.next_),
+        last_end_ns_(o.last_end_ns_),
+        last_pulled_(o.last_pulled_),
         anchors_(std::move(o.anchors_)),
         failure_(std::move(o.failure_)) {}
   Anchors& operator=(Anchors&&) = delete;
@@ -242,11 +248,13 @@ class Anchors {
   template <class It>
   void take(const It& input, std::int64_t pulled, std::int64_t low) noexcept {
     try {
+      const std::int64_t start = now_ns();
       StateWriter w;
       input.save(w);
       std::vector<std::byte> bytes = std::move(w).take();
-      interval_ = every_;
-      next_ = pulled + every_;
+      const std::int64_t end = now_ns();
+      interval_ = paced_interval(pulled, start, end);
+      next_ = pulled + interval_;
       std::lock_guard lock(mu_);
       anchors_.push_back({pulled, std::move(bytes)});
       std::size_t keep = 0;
@@ -305,9 +313,29 @@ class Anchors {
     std::vector<std::byte> bytes;
   };
 
+  // Pulls to the next anchor: every_, or more where saving the input costs
+  // more than about 1% of the time the pulls take (an input whose state is
+  // large, such as a shuffle buffer before a prefetch, is anchored less
+  // often; its replay after a restore is then longer). The pulls' time is
+  // measured between the end of one anchor and the start of the next.
+  std::int64_t paced_interval(std::int64_t pulled, std::int64_t start, std::int64_t end) noexcept {
+    std::int64_t interval = every_;
+    if (last_end_ns_ > 0 && pulled > last_pulled_ && start > last_end_ns_) {
+      const double per_pull =
+          static_cast<double>(start - last_end_ns_) / static_cast<double>(pulled - last_pulled_);
+      const double paced = static_cast<double>(end - start) * 100.0 / per_pull;
+      if (paced > static_cast<double>(interval))
+        interval = static_cast<std::int64_t>(std::min(paced, 1e12));
+    }
+    last_end_ns_ = end;
+    last_pulled_ = pulled;
+    return interval;
+  }
+
   std::int64_t every_;
   std::int64_t interval_;  // pulls to the next try: every_, doubled after each failure
   std::int64_t next_;      // the position at which the next anchor is due
+  std::int64_t last_end_ns_ = 0, last_pulled_ = 0;  // the last anchor's end, and where
   mutable std::mutex mu_;
   std::deque<Anchor> anchors_;  // oldest first
   std::exception_ptr failure_;  // the input's error from its last failed save

@@ -7,7 +7,7 @@
 // cancel_and_join() stops the producer after its current element and
 // destroys the input iterator on the calling thread.
 //
-// Checkpoints (enable_anchors; not with a gate): the producer anchors its
+// Checkpoints (enable_anchors): the producer anchors its
 // input every few pulls (runtime/anchors.hpp), and save_position() stores
 // the consumer's position: the elements in the ring are recomputed after a
 // restore.
@@ -255,14 +255,12 @@ class Prefetcher {
   }
 
   /// Checkpoints: the producer anchors its input every `every` pulls (call
-  /// before start(); not Cooperative).
-  void enable_anchors(std::int64_t every) requires(!Cooperative) {
-    shared_->anchors.emplace(every, shared_->base);
-  }
+  /// before start()).
+  void enable_anchors(std::int64_t every) { shared_->anchors.emplace(every, shared_->base); }
 
   /// The consumer's position (see runtime/anchors.hpp); between calls of
   /// next(), with anchors enabled. Locks the anchor queue only.
-  void save_position(StateWriter& w) const requires(!Cooperative) {
+  void save_position(StateWriter& w) const {
     const Shared& s = *shared_;
     const std::int64_t consumed =
         s.base + static_cast<std::int64_t>(s.head.load(std::memory_order_relaxed)) -
@@ -272,7 +270,7 @@ class Prefetcher {
 
   /// Restores what save_position() wrote, before start(): restores the
   /// input from the anchor and replays it to the consumer's position.
-  void restore_position(StateReader& r, std::string_view stage) requires(!Cooperative) {
+  void restore_position(StateReader& r, std::string_view stage) {
     Shared& s = *shared_;
     const Replay replay = read_position(r, *s.input, stage);
     replay.expect_in_order(stage);

@@ -38,6 +38,8 @@
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/state.hpp"
+#include "ingest/runtime/anchors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
 #include "ingest/runtime/runtime_core.hpp"
@@ -54,6 +56,8 @@ class InterleaveIterator {
   using In = typename InputIt::value_type;
   using Inner = detail::interleaved_dataset_t<F, In>;
   using InnerIt = detail::child_iterator_t<Inner>;
+  // Checkpoints need the input elements the open datasets came from.
+  static constexpr bool keeps_sources = serializable<In> && std::is_copy_constructible_v<In>;
 
  public:
   using value_type = typename Inner::element_type;
@@ -120,17 +124,136 @@ class InterleaveIterator {
     return std::nullopt;
   }
 
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores =
+      "the input elements its open datasets came from";
+
+  /// Checkpoint: the cycle (its length, the slot and block counters), for
+  /// each open dataset the input element it came from (through
+  /// ingest::serializer, to call f on it again) and its position (its state
+  /// at the consumer's position: a fetcher's anchor and the elements to
+  /// skip, whatever the fetcher had buffered is read again after a
+  /// restore), the input elements opened ahead (their datasets start
+  /// afresh), then the input. With or without fetchers, at any parallelism:
+  /// a state restores into another parallelism. An open error still to be
+  /// raised cannot be stored: saving then raises Unimplemented.
+  void save(StateWriter& w) const requires keeps_sources {
+    const auto pending_error = [](const Element& e) { return e.open_error != nullptr; };
+    for (const auto& slot : cycle_) {
+      if (slot && pending_error(*slot)) throw_error_pending();
+    }
+    for (const Element& e : future_) {
+      if (pending_error(e)) throw_error_pending();
+    }
+    w.write(config_.cycle_length, index_, block_, input_done_, input_index_, cycle_.size(),
+            future_.size());
+    for (const auto& slot : cycle_) {
+      w.write(slot.has_value());
+      if (slot) save_element(w, *slot, true);
+    }
+    for (const Element& e : future_) save_element(w, e, false);
+    input_.save(w);
+  }
+  void restore(StateReader& r) requires keeps_sources {
+    const std::uint64_t at = r.offset();
+    std::size_t cycle_length = 0, slots = 0, ahead = 0;
+    r.read(cycle_length, index_, block_, input_done_, input_index_, slots, ahead);
+    if (cycle_length == 0 || slots > cycle_length || index_ > slots ||
+        block_ >= config_.block_length || ahead > r.remaining() / 16) {
+      throw DataLossError("checkpoint: interleave's cycle of " + std::to_string(slots) + " of " +
+                              std::to_string(cycle_length) + " slots at slot " +
+                              std::to_string(index_) + " does not fit together",
+                          {.stage = "interleave", .offset = at});
+    }
+    config_.cycle_length = cycle_length;  // as saved (autotune: the saving machine's cores)
+    cycle_.clear();
+    future_.clear();
+    open_ = 0;
+    for (std::size_t i = 0; i < slots; ++i) {
+      cycle_.emplace_back();
+      bool open = false;
+      r.read(open);
+      if (open) {
+        cycle_.back().emplace(restore_element(r, true));
+        ++open_;
+      }
+    }
+    for (std::size_t i = 0; i < ahead; ++i) future_.push_back(restore_element(r, false));
+    input_.restore(r);
+  }
+
  private:
   // One open input element: its dataset's iterator, pulled directly or
   // through a prefetcher, or the error that opening it raised. A stopped
   // fetcher (`draining`) still holds elements it produced; once they are
-  // taken its input is pulled directly.
+  // taken its input is pulled directly. `source`: the input element it came
+  // from (kept for checkpoints, where it can be stored).
   struct Element {
     std::optional<InnerIt> direct;
     std::optional<detail::Prefetcher<InnerIt, true>> fetcher;
     std::exception_ptr open_error;
     bool draining = false;
+    std::optional<In> source{};
+    std::int64_t input_index = 0;
   };
+
+  [[noreturn]] static void throw_error_pending() {
+    throw Unimplemented(
+        "checkpoint: stage 'interleave' cannot be saved while an input's error is still to be "
+        "raised",
+        {.stage = "interleave"});
+  }
+
+  // An element in a checkpoint: its input element and index, and (for an
+  // element of the cycle) its dataset's position in runtime/anchors.hpp's
+  // layout, whether it is pulled directly or through a fetcher.
+  void save_element(StateWriter& w, const Element& e, bool with_position) const {
+    w.write_element(*e.source);
+    w.write(e.input_index);
+    if (!with_position) return;
+    if (e.fetcher) {
+      e.fetcher->save_position(w);
+    } else {
+      StateWriter now;
+      e.direct->save(now);
+      detail::write_position(w, 0, now.bytes(), 0, {});
+    }
+  }
+
+  // Opens an element again from a checkpoint: f on its input element, its
+  // dataset moved to the saved position, then a fetcher if inputs are
+  // pulled through them now.
+  Element restore_element(StateReader& r, bool with_position) {
+    In x = r.read_element<In>("interleave");
+    Element e;
+    r.read(e.input_index);
+    e.source = x;
+    InnerIt it = detail::child_iterator(
+        detail::invoke_user("interleave", e.input_index, f_, std::move(x)), ctx_, " (each input)");
+    if (with_position) {
+      const detail::Replay replay = detail::read_position(r, it, "interleave");
+      replay.expect_in_order("interleave");
+      detail::skip_inputs(it, replay.low - replay.anchor, "interleave");
+    }
+    if (fetch_new_inputs()) {
+      start_fetcher(e, std::move(it));
+    } else {
+      e.direct.emplace(std::move(it));
+    }
+    return e;
+  }
+
+  // Pulls `it` through a new fetcher (anchored for checkpoints: every
+  // buffer, as a prefetch).
+  void start_fetcher(Element& e, InnerIt it) {
+    e.fetcher.emplace(std::move(it), fetcher_capacity(), *runtime_, &shared_->gate,
+                      &shared_->any_ready);
+    if constexpr (checkpointable_iterator<InnerIt>) {
+      e.fetcher->enable_anchors(
+          static_cast<std::int64_t>(std::clamp<std::size_t>(fetcher_capacity(), 8, 256)));
+    }
+    e.fetcher->start();
+  }
   struct Shared {
     Shared(std::size_t permits, const std::atomic<std::int64_t>* tuned, detail::StageNode* node)
         : gate(permits, tuned, node) {}
@@ -161,10 +284,9 @@ class InterleaveIterator {
     if (!parallel_ || config_.tuned_parallelism == nullptr || e.open_error) return;
     const bool fetch = fetch_new_inputs();
     if (fetch && e.direct) {
-      e.fetcher.emplace(std::move(*e.direct), fetcher_capacity(), *runtime_, &shared_->gate,
-                        &shared_->any_ready);
+      InnerIt it = std::move(*e.direct);
       e.direct.reset();
-      e.fetcher->start();
+      start_fetcher(e, std::move(it));
     } else if (!fetch && e.fetcher && !e.draining) {
       e.fetcher->stop_and_join();
       e.draining = true;
@@ -230,13 +352,13 @@ class InterleaveIterator {
     }
     const std::int64_t index = input_index_++;
     Element e;
+    e.input_index = index;
+    if constexpr (keeps_sources) e.source = *x;  // a copy per input element, for checkpoints
     try {
       InnerIt it = detail::child_iterator(
           detail::invoke_user("interleave", index, f_, std::move(*x)), ctx_, " (each input)");
       if (fetch_new_inputs()) {
-        e.fetcher.emplace(std::move(it), fetcher_capacity(), *runtime_, &shared_->gate,
-                          &shared_->any_ready);
-        e.fetcher->start();
+        start_fetcher(e, std::move(it));
       } else {
         e.direct.emplace(std::move(it));
       }
@@ -400,6 +522,14 @@ class InterleaveDataset
     const IteratorContext inner = ctx.cancellable_by(cancel);
     return InterleaveIterator<detail::child_iterator_t<Input>, F>(
         detail::child_iterator(input_, inner), f_, config, inner, std::move(cancel));
+  }
+
+  const Input& input() const noexcept { return input_; }
+
+  /// The cycle length and block length (parallelism is not: a state
+  /// restores into any).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(options_.cycle_length).add(options_.block_length);
   }
 
  private:
