@@ -57,7 +57,8 @@ case "$config" in
                  -DINGEST_CHECK_HEADERS=OFF -DINGEST_BUILD_EXAMPLES=OFF)
     # The concurrent code: async stages, runtime, autotuner, loaders, and the
     # remote storage part's I/O threads (its tests start nginx and SeaweedFS).
-    build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests)
+    build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests
+                   checkpoint_crash_tests checkpoint_crash_child)
     ctest_args+=(-L "concurrency|remote")
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
     ;;
