@@ -62,9 +62,7 @@ auto make_pipeline(const fs::path& data) {
   return ingest::list_files((data / "part-*.csv").string(), {.shuffle = true, .seed = 1})
       .repeat(5)
       .interleave(
-          [](const std::string& path) {
-            return ingest::csv<float, float>(path, {.header = true});
-          },
+          [](const std::string& path) { return ingest::csv<float, float>(path, {.header = true}); },
           {.cycle_length = 2, .parallelism = 2})
       .random_map(
           [](std::tuple<float, float> xy, ingest::Rng& rng) {

@@ -341,4 +341,27 @@ class Anchors {
   std::exception_ptr failure_;  // the input's error from its last failed save
 };
 
+/// The position of a stage that pulls its input on the consumer's thread
+/// and may deliver out of order (parallel map, map-and-batch): `pulled`
+/// inputs, of which `pending` are not delivered; an iterator restored with
+/// `replay` and saved again states what the replay still drops as delivered.
+template <class It>
+void save_pulled(StateWriter& w, const Anchors& anchors, const Replay& replay, const It& input,
+                 std::int64_t pulled, std::vector<PositionRange> pending) {
+  replay.adjust(pending, pulled);
+  anchors.write(w, pulled, std::move(pending), [&](StateWriter& now) { input.save(now); });
+}
+
+/// Restores what save_pulled wrote into a fresh iterator: `input` from the
+/// anchor, replayed to the first input not delivered, and a first anchor
+/// there. Returns that position (the stage's next input).
+template <class It>
+std::int64_t restore_pulled(StateReader& r, Anchors& anchors, Replay& replay, It& input,
+                            std::string_view stage) {
+  replay = read_position(r, input, stage);
+  skip_inputs(input, replay.low - replay.anchor, stage);
+  anchors.take(input, replay.low, replay.low);
+  return replay.low;
+}
+
 }  // namespace ingest::detail

@@ -136,18 +136,12 @@ class MapAndBatchIterator {
   /// Checkpoint: the newest anchor at or before the first input not yet
   /// delivered, and which batches were not (runtime/anchors.hpp).
   void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
-    std::vector<detail::PositionRange> p = pending();
-    std::int64_t pulled = next_index_;
-    replay_.adjust(p, pulled);  // saved again after a restore: what it still drops
-    anchors_.write(w, pulled, std::move(p), [&](StateWriter& now) { input_.save(now); });
+    detail::save_pulled(w, anchors_, replay_, input_, next_index_, pending());
   }
   /// Restores what save() wrote into a fresh iterator: the input from the
   /// anchor, replayed to the first input not delivered (a batch's start).
   void restore(StateReader& r) requires checkpointable_iterator<InputIt> {
-    replay_ = detail::read_position(r, input_, "map_and_batch");
-    detail::skip_inputs(input_, replay_.low - replay_.anchor, "map_and_batch");
-    next_index_ = replay_.low;
-    anchors_.take(input_, next_index_, next_index_);
+    next_index_ = detail::restore_pulled(r, anchors_, replay_, input_, "map_and_batch");
   }
 
  private:
