@@ -46,10 +46,11 @@ class ParallelMapIterator {
 
   /// `node` (may be null) holds the parallelism knob and receives the
   /// function's measured time.
-  ParallelMapIterator(InputIt input, F f, std::size_t parallelism, bool deterministic,
+  /// (`fn`, not `f`: a function pointer named f would shadow f() for -Wshadow.)
+  ParallelMapIterator(InputIt input, F fn, std::size_t parallelism, bool deterministic,
                       std::shared_ptr<Runtime> runtime, detail::StageNode* node = nullptr)
       : input_(std::move(input)),
-        engine_(slots(parallelism, *runtime), 1024, Compute{std::move(f)}, parallelism,
+        engine_(slots(parallelism, *runtime), 1024, Compute{std::move(fn)}, parallelism,
                 deterministic, runtime, node),  // a copy: `*runtime` is read in the same call
         node_(node) {
     inflight_.reserve(engine_.slots());
