@@ -185,6 +185,35 @@ TEST_CASE("device loader: errors at their batch, DLPack, early shutdown", "[cuda
   m->deleter(m);
 }
 
+TEST_CASE("device loader saves and restores at the consumer's position",
+          "[cuda][device_loader][checkpoint]") {
+  INGEST_REQUIRE_CUDA_DEVICE();
+  TestStream stream;
+  // The batches in flight at the save (copied, queued) are produced again
+  // after the restore; the state holds the input's position, not them.
+  const auto make = [](std::int64_t depth) {
+    return cuda::DeviceLoader(range(130).map([](std::int64_t x) { return x * 3; }).batch(10),
+                              {.depth = depth});
+  };
+  const auto values = [&](auto& it) {
+    std::vector<V> out;
+    while (auto b = it.next()) out.push_back(int_values(*b, stream));
+    return out;
+  };
+  auto reference = make(2).iterator();
+  const auto full = values(reference);
+  REQUIRE(full.size() == 13);
+  for (std::size_t k = 0; k <= full.size(); ++k) {
+    INFO("saved after " << k);
+    auto it = make(3).iterator();
+    for (std::size_t i = 0; i < k; ++i) REQUIRE(it.next());
+    const IteratorState state = IteratorState::from_bytes(it.save().bytes());
+    auto restored = make(k % 2 ? 1 : autotune).iterator(state);
+    CHECK(values(restored) ==
+          std::vector(full.begin() + static_cast<std::ptrdiff_t>(k), full.end()));
+  }
+}
+
 TEST_CASE("OverlapTimer needs timed copies", "[cuda][device_loader][overlap]") {
   INGEST_REQUIRE_CUDA_DEVICE();
   TestStream stream;

@@ -559,7 +559,23 @@ TEST_CASE("checkpoint: a state of another pipeline is InvalidArgument", "[stages
   CHECK_NOTHROW(range(10).batch(2).iterator(state));
   CHECK_THROWS_WITH(range(10).batch(3).iterator(state),
                     Catch::Contains("checkpoint was saved from a different pipeline") &&
-                        Catch::Contains("this pipeline"));
+                        Catch::Contains("stage 1 from the last differs: 'batch' in the state, "
+                                        "'batch' here (other parameters or inputs)") &&
+                        Catch::Contains("saved: batch <- range, this pipeline: batch <- range"));
+  // The first stage that differs is named, in the message and the context.
+  try {
+    range(10).take(5).batch(2).iterator(state);
+    FAIL("no InvalidArgument");
+  } catch (const InvalidArgument& e) {
+    CHECK_THAT(e.what(), Catch::Contains("stage 2 from the last differs: 'range' in the state, "
+                                         "'take' here") &&
+                             Catch::Contains("this pipeline: batch <- take <- range"));
+    CHECK(e.context().stage == "take");
+  }
+  CHECK_THROWS_WITH(range(11).batch(2).iterator(state),
+                    Catch::Contains("stage 2 from the last differs: 'range'"));
+  CHECK_THROWS_WITH(range(10).iterator(state),
+                    Catch::Contains("'batch' in the state, 'range' here"));
   CHECK_THROWS_AS(range(11).batch(2).iterator(state), InvalidArgument);
   CHECK_THROWS_AS(range(10).take(5).batch(2).iterator(state), InvalidArgument);
   CHECK_THROWS_AS(range(10).batch(2, {.drop_remainder = true}).iterator(state), InvalidArgument);

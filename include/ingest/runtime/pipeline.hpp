@@ -40,11 +40,16 @@ class PipelineIterator {
  public:
   using value_type = typename It::value_type;
 
-  /// `fingerprint` computes the pipeline's fingerprint (on the first save or
-  /// restore only: a long file list is hashed only when it is needed).
+  /// `fingerprint` computes the pipeline's fingerprint and `describe` its
+  /// stages' (on the first save or restore only: a long file list is hashed
+  /// only when it is needed).
   PipelineIterator(It it, std::shared_ptr<detail::Model> model,
-                   std::function<std::uint64_t()> fingerprint = {})
-      : model_(std::move(model)), it_(std::move(it)), fingerprint_fn_(std::move(fingerprint)) {}
+                   std::function<std::uint64_t()> fingerprint = {},
+                   std::function<std::vector<detail::StageDescription>()> describe = {})
+      : model_(std::move(model)),
+        it_(std::move(it)),
+        fingerprint_fn_(std::move(fingerprint)),
+        describe_fn_(std::move(describe)) {}
   PipelineIterator(PipelineIterator&&) noexcept = default;
   PipelineIterator& operator=(PipelineIterator&&) = delete;
   ~PipelineIterator() {
@@ -81,6 +86,16 @@ class PipelineIterator {
   IteratorState save() const {
     const std::int64_t start = detail::now_ns();
     StateWriter w;
+    // The stages' names and parameters first: a restore into another
+    // pipeline names the first stage that differs.
+    w.section("pipeline", [&] {
+      const std::vector<detail::StageDescription>& stages = description();
+      w.write(stages.size());
+      for (const detail::StageDescription& s : stages) {
+        w.write_string(s.name);
+        w.write(s.hash);
+      }
+    });
     it_.save(w);
     IteratorState state(fingerprint(), w.bytes());
     if (model_) {  // stats() shows the last state's size and save time
@@ -97,14 +112,30 @@ class PipelineIterator {
     return *fingerprint_;
   }
 
-  /// Restores `state` into this fresh iterator (Dataset::iterator(state) does this).
+  /// Restores `state` into this fresh iterator (Dataset::iterator(state) does
+  /// this). A state of another pipeline is InvalidArgument naming the first
+  /// stage that differs.
   void restore(const IteratorState& state) {
-    if (state.fingerprint() != fingerprint()) {
-      throw InvalidArgument("checkpoint was saved from a different pipeline (fingerprint " +
-                            hex(state.fingerprint()) + ", this pipeline " + hex(fingerprint()) +
-                            ")");
-    }
     StateReader r(state.payload(), IteratorState::header_bytes);
+    std::vector<detail::StageDescription> saved;
+    r.section("pipeline", [&] {
+      const std::uint64_t at = r.offset();
+      std::size_t n = 0;
+      r.read(n);
+      if (n > r.remaining() / 16) {
+        throw DataLossError("checkpoint: the pipeline's description holds " + std::to_string(n) +
+                                " stages, more than its bytes",
+                            {.offset = at});
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        detail::StageDescription s;
+        s.name = r.read_string();
+        r.read(s.hash);
+        saved.push_back(std::move(s));
+      }
+    });
+    if (state.fingerprint() != fingerprint() || saved != description())
+      throw_other_pipeline(state, saved);
     it_.restore(r);
     r.finish();
   }
@@ -136,6 +167,43 @@ class PipelineIterator {
   }
 
  private:
+  const std::vector<detail::StageDescription>& description() const {
+    if (!description_) {
+      description_ = describe_fn_ ? describe_fn_() : std::vector<detail::StageDescription>{};
+    }
+    return *description_;
+  }
+
+  // "checkpoint was saved from a different pipeline: stage 2 (from the last)
+  // is 'batch' in both, with other parameters; saved: ..., this pipeline: ..."
+  [[noreturn]] void throw_other_pipeline(const IteratorState& state,
+                                         const std::vector<detail::StageDescription>& saved) const {
+    const std::vector<detail::StageDescription>& here = description();
+    const auto chain = [](const std::vector<detail::StageDescription>& stages) {
+      std::string out;
+      for (const auto& s : stages) out += (out.empty() ? "" : " <- ") + s.name;
+      return out.empty() ? std::string("(none)") : out;
+    };
+    std::size_t i = 0;
+    while (i < saved.size() && i < here.size() && saved[i] == here[i]) ++i;
+    std::string which;
+    if (i < saved.size() && i < here.size()) {
+      which = "stage " + std::to_string(i + 1) + " from the last differs: '" + saved[i].name +
+              "' in the state, '" + here[i].name + "' here" +
+              (saved[i].name == here[i].name ? " (other parameters or inputs)" : "");
+    } else if (saved.size() != here.size()) {
+      which = "the state has " + std::to_string(saved.size()) + " stages, this pipeline " +
+              std::to_string(here.size());
+    } else {
+      which = "the stages match but the fingerprints differ";
+    }
+    throw InvalidArgument("checkpoint was saved from a different pipeline: " + which +
+                              "; saved: " + chain(saved) + ", this pipeline: " + chain(here) +
+                              " (fingerprint " + hex(state.fingerprint()) + ", this pipeline " +
+                              hex(fingerprint()) + ")",
+                          {.stage = i < here.size() ? here[i].name : std::string()});
+  }
+
   void start() {
     started_ = true;
     tracing_ = model_->tracing();
@@ -213,6 +281,8 @@ class PipelineIterator {
   It it_;
   std::function<std::uint64_t()> fingerprint_fn_;
   mutable std::optional<std::uint64_t> fingerprint_;
+  std::function<std::vector<detail::StageDescription>()> describe_fn_;
+  mutable std::optional<std::vector<detail::StageDescription>> description_;
   std::unique_ptr<detail::Autotuner> tuner_;
   bool started_ = false;
   bool tracing_ = false;
@@ -232,12 +302,16 @@ auto make_pipeline_iterator(const D& d) {
   ctx.model = model;
   auto it = child_iterator(d, ctx);
   std::function<std::uint64_t()> fingerprint;
+  std::function<std::vector<StageDescription>()> describe;
   if constexpr (std::is_copy_constructible_v<D>) {
     fingerprint = [d] { return fingerprint_value(d); };
+    describe = [d] { return description_of(d); };
   } else {
     fingerprint = [value = fingerprint_value(d)] { return value; };
+    describe = [stages = description_of(d)] { return stages; };
   }
-  return PipelineIterator<decltype(it)>(std::move(it), std::move(model), std::move(fingerprint));
+  return PipelineIterator<decltype(it)>(std::move(it), std::move(model), std::move(fingerprint),
+                                        std::move(describe));
 }
 
 template <class D>

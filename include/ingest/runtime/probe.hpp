@@ -267,6 +267,31 @@ void fingerprint_of(const D& d, Fingerprint& fp) {
   if constexpr (requires { d.input(); }) fingerprint_of(d.input(), fp);
 }
 
+/// One stage of a pipeline's description: its name and the fingerprint of
+/// its own parameters (for a stage of several inputs, with theirs).
+struct StageDescription {
+  std::string name;
+  std::uint64_t hash = 0;
+  bool operator==(const StageDescription&) const = default;
+};
+
+/// The stages of the pipeline ending in `d`, the last stage first and each
+/// stage's input after it: what a state names when it does not fit.
+template <class D>
+void describe(const D& d, std::vector<StageDescription>& out) {
+  Fingerprint fp;
+  fp.add(stage_name_of<D>());
+  if constexpr (requires { d.fingerprint(fp); }) d.fingerprint(fp);
+  out.push_back({std::string(stage_name_of<D>()), fp.value()});
+  if constexpr (requires { d.input(); }) describe(d.input(), out);
+}
+template <class D>
+std::vector<StageDescription> description_of(const D& d) {
+  std::vector<StageDescription> out;
+  describe(d, out);
+  return out;
+}
+
 /// The fingerprint of the pipeline ending in `d`.
 template <class D>
 std::uint64_t fingerprint_value(const D& d) {
