@@ -169,7 +169,9 @@ class Prefetcher {
   void start() {
     if (started_ || stopped_ || !shared_) return;
     // The first anchor, on this thread: a save() from now on finds one.
-    if (shared_->anchors) shared_->anchors->take(*shared_->input, shared_->base, shared_->base);
+    if constexpr (checkpointable_iterator<It>) {
+      if (shared_->anchors) shared_->anchors->take(*shared_->input, shared_->base, shared_->base);
+    }
     if constexpr (Cooperative) {
       Shared::wake(shared_);
     } else {
@@ -465,7 +467,9 @@ class Prefetcher {
     bool pull_burst_unmeasured() {
       static constexpr int burst = 64;
       for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
-        if (anchors) anchor_if_due();
+        if constexpr (checkpointable_iterator<It>) {
+          if (anchors) anchor_if_due();
+        }
         Item item;
         try {
           item.value = input->next();
