@@ -109,18 +109,25 @@ void ingest::bench::register_benchmarks(const Config& config) {
   generate(n, false);
   note("W8 data: W3's " + std::to_string(n) + " records in " + std::to_string(num_shards) +
        " shards");
+  // Fixed iteration counts: each save iteration also reads a batch, which
+  // its manual time leaves out, so a minimum time would read for minutes.
+  const int saves = config.smoke ? 20 : 300, restores = config.smoke ? 3 : 20;
   auto timed = [](benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Unit(benchmark::kMillisecond);
   };
-  timed(benchmark::RegisterBenchmark("W8/read_1_percent", read_1_percent));
+  timed(benchmark::RegisterBenchmark("W8/read_1_percent", read_1_percent)->Iterations(restores));
   timed(benchmark::RegisterBenchmark("W8/save/no_shuffle", save<decltype(&without_shuffle)>,
-                                     &without_shuffle));
+                                     &without_shuffle)
+            ->Iterations(saves));
   timed(benchmark::RegisterBenchmark("W8/save/shuffle_10000", save<decltype(&with_shuffle)>,
-                                     &with_shuffle));
+                                     &with_shuffle)
+            ->Iterations(restores));
   timed(benchmark::RegisterBenchmark("W8/restore/no_shuffle", restore<decltype(&without_shuffle)>,
-                                     &without_shuffle));
+                                     &without_shuffle)
+            ->Iterations(restores));
   timed(benchmark::RegisterBenchmark("W8/restore/shuffle_10000", restore<decltype(&with_shuffle)>,
-                                     &with_shuffle));
+                                     &with_shuffle)
+            ->Iterations(restores));
   set_reference("W8/", "W8/read_1_percent");
   // What tf.data stores for the shuffled pipeline: the buffer's elements.
   const std::int64_t buffered = std::min<std::int64_t>(10'000, n);
