@@ -638,10 +638,11 @@ class PrefetchIterator {
       prefetcher_.emplace(std::move(input), capacity, *runtime_, nullptr, nullptr,
                           node && node->buffer.tunable() ? &node->buffer.value : nullptr, node);
       if constexpr (checkpointable_iterator<InputIt>) {
-        // An anchor per buffer (8 to 256 elements): the replay after a
-        // restore is at most twice the buffer.
-        prefetcher_->enable_anchors(
-            static_cast<std::int64_t>(std::clamp<std::size_t>(capacity, 8, 256)));
+        // An anchor before every pull, paced to about 1% of the pulls' time
+        // (anchors.hpp): batches of costly elements are anchored each, so a
+        // restore recomputes almost nothing; cheap elements every few
+        // hundred or thousand.
+        prefetcher_->enable_anchors(1);
       }
     }
   }
