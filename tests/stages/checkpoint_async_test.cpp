@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -452,4 +453,100 @@ TEST_CASE("checkpoint: interleave, sequential and parallel, deterministic or not
   const auto state = make(2, 3, 2).iterator().save();
   CHECK_THROWS_AS(make(2, 3, 1).iterator(state), InvalidArgument);
   CHECK_THROWS_AS(make(2, 2, 2).iterator(state), InvalidArgument);
+}
+
+namespace {
+// Saves an iterator of `make()` after `k` steps and checks that an iterator
+// of `make_restored()` restored from the state yields the uninterrupted tail.
+template <class Make, class MakeRestored>
+void check_restore_at(Make make, MakeRestored make_restored, std::size_t k) {
+  auto reference = make().iterator();
+  const auto full = drain_steps(reference);
+  k = std::min(k, full.size());
+  auto it = make().iterator();
+  for (std::size_t i = 0; i < k; ++i) REQUIRE(next_step(it).has_value());
+  const IteratorState state = IteratorState::from_bytes(it.save().bytes());
+  auto restored = make_restored().iterator(state);
+  const auto tail = drain_steps(restored);
+  CHECK(tail == std::vector(full.begin() + static_cast<std::ptrdiff_t>(k), full.end()));
+}
+}  // namespace
+
+TEST_CASE("checkpoint: random pipelines saved at random points resume exactly",
+          "[stages][checkpoint][concurrency]") {
+  // Random shapes, parameters, parallelism (1, 2, autotune; restored into
+  // another one) and save points, seeded.
+  std::mt19937_64 rng(20261127);
+  const auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  const std::int64_t knobs[] = {1, 2, autotune};
+  for (int trial = 0; trial < 36; ++trial) {
+    const std::int64_t n = pick(1, 150), batch = pick(1, 7), buffer = pick(1, 24);
+    const std::int64_t par = knobs[pick(0, 2)], par_restored = knobs[pick(0, 2)];
+    const auto seed = static_cast<std::uint64_t>(pick(0, 1000));
+    const auto k = static_cast<std::size_t>(pick(0, n));
+    INFO("trial " << trial << ": n " << n << ", batch " << batch << ", buffer " << buffer
+                  << ", parallelism " << par << " then " << par_restored << ", saved after " << k);
+    switch (trial % 4) {
+      case 0: {  // map -> filter -> shuffle -> batch -> prefetch
+        const auto make = [&](std::int64_t p) {
+          return [=] {
+            return range(n)
+                .map([](std::int64_t x) { return x * x % 97; }, {.parallelism = p})
+                .filter([](std::int64_t x) { return x % 3 != 0; })
+                .shuffle(buffer, {.seed = seed})
+                .batch(batch)
+                .prefetch(p == 1 ? 0 : p);
+          };
+        };
+        check_restore_at(make(par), make(par_restored), k);
+        break;
+      }
+      case 1: {  // repeat -> interleave of ranges -> map_and_batch -> unbatch
+        const auto make = [&](std::int64_t p) {
+          return [=] {
+            return range(1 + n % 5)
+                .repeat(2)
+                .interleave([n](std::int64_t x) { return range(x * 1000, x * 1000 + n % 13 + 1); },
+                            {.cycle_length = 3, .block_length = 2, .parallelism = p})
+                .map([](std::int64_t x) { return x + 1; }, {.parallelism = p})
+                .batch(batch)
+                .unbatch();
+          };
+        };
+        check_restore_at(make(par), make(par_restored), k);
+        break;
+      }
+      case 2: {  // random_map -> window -> take -> prefetch
+        const auto make = [&](std::int64_t p) {
+          return [=] {
+            return range(n)
+                .random_map(
+                    [](std::int64_t x, Rng& r) {
+                      return x * 100 + static_cast<std::int64_t>(r.uniform(100));
+                    },
+                    {.seed = seed, .parallelism = p})
+                .window(static_cast<std::int64_t>(batch), {.shift = 2})
+                .take(n / 2 + 1)
+                .prefetch(p == 1 ? 1 : 4);
+          };
+        };
+        check_restore_at(make(par), make(par_restored), k);
+        break;
+      }
+      default: {  // zip of a shuffled and a parallel-mapped input -> enumerate -> skip
+        const auto make = [&](std::int64_t p) {
+          return [=] {
+            return zip(range(n).shuffle(buffer, {.seed = seed}),
+                       range(n).map([](std::int64_t x) { return -x; }, {.parallelism = p}))
+                .enumerate()
+                .skip(batch);
+          };
+        };
+        check_restore_at(make(par), make(par_restored), k);
+        break;
+      }
+    }
+  }
 }
