@@ -147,15 +147,54 @@ TEST_CASE("the bottleneck is marked only when the consumer waits, with its reaso
                                         Catch::Contains("at parallelism 2; raise .parallelism"));
   }
   SECTION("a consumer slower than its input: no stage is marked") {
-    // 0.5 s of the consumer's own time: a start-up delay of a loaded
-    // machine stays far below 5% of it.
-    auto it = range(100).map([](std::int64_t x) { return x + 1; }).prefetch(4).iterator();
-    while (it.next()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const PipelineStats s = it.stats();
-    CHECK(s.input_wait_percent < 5);
+    // The rule on measured counters, free of the machine's timing: the
+    // consumer's own time covers the whole run, so it never waited.
+    detail::Model model;
+    detail::StageNode* map = model.node(nullptr, "map");
+    detail::StageNode* src = model.node(map, "range");
+    map->elements = 100;
+    map->estimated_ns = 100 * 2'000;
+    src->elements = 100;
+    src->estimated_ns = 100 * 1'000;
+    model.record_consumer(std::int64_t{1} << 50, 100);
+    const PipelineStats s = detail::make_stats(model);
+    CHECK(s.input_wait_percent == 0);
+    REQUIRE(s.stages.size() == 2);
     for (const StageStats& r : s.stages) CHECK_FALSE(r.bottleneck);
     CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("no bottleneck: the input kept up"));
     CHECK_THAT(s.to_string(), Catch::Contains("no bottleneck"));
+    // The same counters with a consumer that spent no time of its own: it
+    // waited all the time, and the stage doing the work is marked.
+    detail::Model waiting;
+    detail::StageNode* wmap = waiting.node(nullptr, "map");
+    detail::StageNode* wsrc = waiting.node(wmap, "range");
+    wmap->elements = 100;
+    wmap->estimated_ns = 100 * 3'000;
+    wsrc->elements = 100;
+    wsrc->estimated_ns = 100 * 1'000;
+    waiting.record_consumer(0, 100);
+    const PipelineStats w = detail::make_stats(waiting);
+    CHECK(w.input_wait_percent > 99);
+    REQUIRE(w.stages.size() == 2);
+    CHECK(w.stages[0].bottleneck);
+    CHECK_FALSE(w.stages[1].bottleneck);
+    CHECK_THAT(w.bottleneck_reason, Catch::StartsWith("* bottleneck: map, 66.7% of the pipeline"));
+  }
+  SECTION("a live slow consumer: the verdict agrees with the measured wait") {
+    // How long a loaded machine delays the prefetch thread is not the test's
+    // to assert; the verdict must follow the wait that was measured.
+    auto it = range(100).map([](std::int64_t x) { return x + 1; }).prefetch(4).iterator();
+    while (it.next()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const PipelineStats s = it.stats();
+    bool marked = false;
+    for (const StageStats& r : s.stages) marked = marked || r.bottleneck;
+    if (s.input_wait_percent < 5) {
+      CHECK_FALSE(marked);
+      CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("no bottleneck: the input kept up"));
+    } else {
+      CHECK(marked);
+      CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("* bottleneck: "));
+    }
   }
   SECTION("before any element") {
     auto it = range(3).iterator();
