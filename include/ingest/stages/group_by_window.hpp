@@ -45,8 +45,12 @@ template <class InputIt, class KeyFn, class ReduceFn, class SizeFn>
 class GroupByWindowIterator {
   using In = typename InputIt::value_type;
   using Inner = detail::group_reduce_t<ReduceFn, In>;
+  static constexpr bool keeps_window = serializable<In> && std::is_copy_constructible_v<In>;
 
  public:
+  /// What a checkpoint stores of its own (values, through ingest::serializer).
+  static constexpr std::string_view checkpoint_stores =
+      "the elements waiting in its windows and the window whose dataset is open";
   using value_type = typename Inner::element_type;
 
   /// `ctx` is the context the datasets reduce_func returns are iterated in.
@@ -61,15 +65,65 @@ class GroupByWindowIterator {
     return datasets_.next([&]() -> std::optional<Inner> {
       std::optional<detail::GroupWindow<In>> w = groups_.next();
       if (!w) return std::nullopt;
+      if constexpr (keeps_window) {  // a copy per element, for checkpoints
+        open_.key = w->key;
+        open_.first = w->first;
+        open_.elements = w->elements;
+      }
       return detail::invoke_user("group_by_window", w->first, reduce_fn_, w->key,
                                  std::move(w->elements));
     });
   }
 
+  /// Checkpoint: whether a window's dataset is open; if one is, its key, the
+  /// index of its first element and its elements (through ingest::serializer,
+  /// to call reduce_func on them again at a restore) and that dataset's state;
+  /// then the windows still filling and the input (WindowGroups).
+  void save(StateWriter& w) const requires keeps_window {
+    w.write(datasets_.open());
+    if (datasets_.open()) {
+      w.write(open_.key, open_.first, open_.elements.size());
+      for (const In& x : open_.elements) w.write_element(x);
+      datasets_.save(w);
+    }
+    groups_.save(w);
+  }
+  void restore(StateReader& r) requires keeps_window {
+    const std::uint64_t at = r.offset();
+    bool open = false;
+    r.read(open);
+    open_.elements.clear();
+    if (open) {
+      std::size_t count = 0;
+      r.read(open_.key, open_.first, count);
+      if (count > r.remaining()) {
+        throw DataLossError("checkpoint: group_by_window: an open window of " +
+                                std::to_string(count) + " elements in " +
+                                std::to_string(r.remaining()) + " bytes",
+                            {.stage = "group_by_window", .offset = at});
+      }
+      open_.elements.reserve(count);
+      for (std::size_t k = 0; k < count; ++k)
+        open_.elements.push_back(r.read_element<In>("group_by_window"));
+      std::vector<In> window = open_.elements;
+      datasets_.restore(detail::invoke_user("group_by_window", open_.first, reduce_fn_, open_.key,
+                                            std::move(window)),
+                        r);
+    }
+    groups_.restore(r);
+  }
+
  private:
+  struct OpenWindow {
+    std::int64_t key = 0;
+    std::int64_t first = 0;
+    std::vector<In> elements{};
+  };
+
   detail::WindowGroups<InputIt, KeyFn, SizeFn> groups_;
   ReduceFn reduce_fn_;
   detail::Flattener<Inner> datasets_;
+  OpenWindow open_;  // the window whose dataset is open (a copy)
 };
 
 template <class Input, class KeyFn, class ReduceFn, class SizeFn>
@@ -103,6 +157,11 @@ class GroupByWindowDataset
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return GroupByWindowIterator<It, KeyFn, ReduceFn, SizeFn>(std::move(input), key_fn_, reduce_fn_,
                                                               size_fn_, ctx);
+  }
+
+  /// A fixed window size (a window_size_func is a user function: not part of it).
+  void fingerprint(Fingerprint& fp) const {
+    if constexpr (std::is_same_v<SizeFn, detail::FixedWindowSize>) fp.add(size_fn_.size);
   }
 
   /// As tf.data: infinite after an infinite input, else unknown.
