@@ -16,6 +16,9 @@
 // index in the input) and drops it; one from reduce_func fails the window
 // (its first element's index); an error inside a returned dataset surfaces
 // where it occurs. Iteration may continue after any of them.
+// Checkpoints store the elements waiting in the windows and the window whose
+// dataset is open; for that the stage keeps a copy of each window's elements
+// while reduce_func's dataset is read (only for elements with a serializer).
 #pragma once
 
 #include <cstdint>
