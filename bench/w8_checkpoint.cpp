@@ -3,8 +3,8 @@
 //   W8/save/*           save() on a running pipeline (between two batches),
 //                       each iteration one save (the state's size in the
 //                       state_bytes counter)
-//   W8/restore/*        Dataset::iterator(state) of a state saved mid-epoch,
-//                       until its first batch
+//   W8/restore/*        Dataset::iterator(state) of a state saved a quarter
+//                       and three quarters into the epoch, until its first batch
 //   W8/read_1_percent   the reference: a fresh W3 pipeline (no shuffle)
 //                       reading 1% of the records, start included
 // Items are saves, restores and 1%-reads, so each ratio says how many times
@@ -72,11 +72,11 @@ void save(benchmark::State& state, Make make) {
 }
 
 template <class Make>
-void restore(benchmark::State& state, Make make) {
-  // A state saved a quarter into the epoch.
+void restore(benchmark::State& state, Make make, int quarters) {
+  // A state saved `quarters` quarters into the epoch.
   const auto ds = make();
   auto it = ds.iterator();
-  for (std::int64_t i = 0; i < batches_in_data() / 4 + 1; ++i) it.next();
+  for (std::int64_t i = 0; i < batches_in_data() * quarters / 4 + 1; ++i) it.next();
   const ingest::IteratorState saved = it.save();
   for (auto _ : state) {
     const auto fresh = make();
@@ -122,12 +122,18 @@ void ingest::bench::register_benchmarks(const Config& config) {
   timed(benchmark::RegisterBenchmark("W8/save/shuffle_10000", save<decltype(&with_shuffle)>,
                                      &with_shuffle)
             ->Iterations(restores));
-  timed(benchmark::RegisterBenchmark("W8/restore/no_shuffle", restore<decltype(&without_shuffle)>,
-                                     &without_shuffle)
-            ->Iterations(restores));
-  timed(benchmark::RegisterBenchmark("W8/restore/shuffle_10000", restore<decltype(&with_shuffle)>,
-                                     &with_shuffle)
-            ->Iterations(restores));
+  // Restores a quarter and three quarters into the epoch: a restore's time
+  // should not grow with the position (it does where the anchors are rare).
+  for (const int quarters : {1, 3}) {
+    const std::string at = "/at_" + std::to_string(quarters * 25) + "_percent";
+    timed(benchmark::RegisterBenchmark(("W8/restore/no_shuffle" + at).c_str(),
+                                       restore<decltype(&without_shuffle)>, &without_shuffle,
+                                       quarters)
+              ->Iterations(restores));
+    timed(benchmark::RegisterBenchmark(("W8/restore/shuffle_10000" + at).c_str(),
+                                       restore<decltype(&with_shuffle)>, &with_shuffle, quarters)
+              ->Iterations(restores));
+  }
   set_reference("W8/", "W8/read_1_percent");
   // What tf.data stores for the shuffled pipeline: the buffer's elements.
   const std::int64_t buffered = std::min<std::int64_t>(10'000, n);
