@@ -202,6 +202,46 @@ TEST_CASE("the bottleneck is marked only when the consumer waits, with its reaso
   }
 }
 
+TEST_CASE("a bottleneck inside a parallel interleave names the interleave's knob",
+          "[runtime][stats]") {
+  // The reader of each input does the work, under an interleave at fixed
+  // parallelism 2; the consumer waited all the time.
+  const auto build = [](detail::Model& model, std::int64_t parallelism) {
+    detail::StageNode* il = model.node<detail::InterleaveNode>(nullptr, "interleave");
+    detail::configure_knob(il->parallelism, parallelism, 1, 4, 2);
+    detail::StageNode* files = model.node(il, "from_vector");
+    detail::StageNode* reader = model.node(il, "tfrecord (each input)");
+    il->elements = 100;
+    il->work_ns = 100 * 100;
+    files->elements = 4;
+    files->estimated_ns = 4 * 1'000;
+    reader->elements = 100;
+    reader->estimated_ns = 100 * 50'000;
+    model.record_consumer(0, 100);
+  };
+  detail::Model fixed;
+  build(fixed, 2);
+  PipelineStats s = detail::make_stats(fixed);
+  REQUIRE(find_stage(s, "tfrecord (each input)") != nullptr);
+  CHECK(find_stage(s, "tfrecord (each input)")->bottleneck);
+  CHECK_THAT(s.bottleneck_reason,
+             Catch::StartsWith("* bottleneck: tfrecord (each input), ") &&
+                 Catch::EndsWith("; it runs in interleave's parallel inputs (parallelism 2): raise "
+                                 "interleave's .parallelism or use ingest::autotune"));
+  detail::Model tuned;
+  build(tuned, autotune);
+  s = detail::make_stats(tuned);
+  CHECK_THAT(s.bottleneck_reason,
+             Catch::EndsWith("; it runs in interleave's parallel inputs (parallelism 2, autotuned)"));
+  // A sequential interleave runs its inputs on its consumer's thread: the
+  // advice stays to move the work into a parallel stage.
+  detail::Model sequential;
+  build(sequential, 1);
+  s = detail::make_stats(sequential);
+  CHECK_THAT(s.bottleneck_reason, Catch::EndsWith("it runs sequentially: move its work into a "
+                                                  "parallel map or interleave"));
+}
+
 TEST_CASE("the network line shows the readahead a stage's remote readers use", "[runtime][stats]") {
   detail::Model model;
   detail::StageNode* n = model.node(nullptr, "tfrecord");

@@ -194,6 +194,9 @@ class StageNode {
   virtual bool async() const noexcept { return false; }
   /// Its inputs are pulled on its consumer's thread (their time is in its calls').
   virtual bool pulls_inputs_inline() const noexcept { return !async(); }
+  /// Its inputs run on parallel threads of their own (a parallel interleave's
+  /// datasets): a stage among them is made faster through this stage's knob.
+  virtual bool runs_inputs_in_parallel() const noexcept { return false; }
   /// stats() shows its parallelism knob / its buffer knob.
   virtual bool shows_parallelism() const noexcept { return false; }
   virtual bool shows_buffer() const noexcept { return false; }
@@ -384,6 +387,7 @@ class InterleaveNode : public StageNode {
     return parallel(k.parallelism) ? static_cast<double>(k.parallelism) * driver_cpu_share() : 0;
   }
   bool async() const noexcept override { return true; }
+  bool runs_inputs_in_parallel() const noexcept override { return shows_parallelism(); }
   bool shows_parallelism() const noexcept override {
     return parallel(parallelism.get()) || parallelism.tunable();
   }

@@ -256,6 +256,15 @@ inline int visible_depth(const StageNode& n) noexcept {
   return depth;
 }
 
+/// The nearest stage above `n` that runs its inputs on parallel threads (a
+/// parallel interleave), or null.
+inline const StageNode* parallel_runner(const StageNode& n) noexcept {
+  for (const StageNode* p = n.parent(); p != nullptr; p = p->parent()) {
+    if (p->runs_inputs_in_parallel()) return p;
+  }
+  return nullptr;
+}
+
 /// Builds PipelineStats from a model (see PipelineIterator::stats()).
 inline PipelineStats make_stats(const Model& model) {
   PipelineStats stats;
@@ -277,6 +286,7 @@ inline PipelineStats make_stats(const Model& model) {
   stats.input_wait_percent = 100.0 * waited;
   double worst = -1, total = 0;
   std::size_t worst_row = 0;
+  const StageNode* worst_node = nullptr;
   for (const NodeView& v : views) {
     const StageNode& n = *v.node;
     if (n.hidden()) continue;
@@ -313,6 +323,7 @@ inline PipelineStats make_stats(const Model& model) {
     if (demand > worst) {
       worst = demand;
       worst_row = stats.stages.size();
+      worst_node = &n;
     }
     stats.stages.push_back(std::move(s));
   }
@@ -341,6 +352,14 @@ inline PipelineStats make_stats(const Model& model) {
               (b.autotuned ? " (autotuned)" : "; raise .parallelism or use ingest::autotune");
   } else if (b.buffer > 0) {
     reason += " with a buffer of " + std::to_string(b.buffer);
+  } else if (const StageNode* runner = parallel_runner(*worst_node)) {
+    // Already inside a parallel interleave: that stage's knob is the one to turn.
+    const std::int64_t p = runner->parallelism.get();
+    reason += "; it runs in " + runner->name() + "'s parallel inputs (parallelism " +
+              std::to_string(p) +
+              (runner->parallelism.tunable() ? ", autotuned)"
+                                             : "): raise " + runner->name() +
+                                                   "'s .parallelism or use ingest::autotune");
   } else {
     reason += "; it runs sequentially: move its work into a parallel map or interleave";
   }
