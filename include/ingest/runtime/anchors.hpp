@@ -39,6 +39,7 @@
 #include <deque>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -251,7 +252,7 @@ class Anchors {
       const std::int64_t start = now_ns();
       StateWriter w;
       input.save(w);
-      std::vector<std::byte> bytes = std::move(w).take();
+      auto bytes = std::make_shared<const std::vector<std::byte>>(std::move(w).take());
       const std::int64_t end = now_ns();
       interval_ = paced_interval(pulled, start, end);
       next_ = pulled + interval_;
@@ -282,7 +283,10 @@ class Anchors {
              SaveNow&& save_now) const {
     const std::int64_t low = lowest_pending(pulled, pending);
     std::int64_t position = 0;
-    std::vector<std::byte> bytes;
+    // Shared, not copied: the lock is held for a pointer's copy, never for
+    // the bytes of a large state (a shuffle buffer's), so the puller's next
+    // take() does not wait on this save.
+    std::shared_ptr<const std::vector<std::byte>> bytes;
     bool found = false;
     std::exception_ptr failure;
     {
@@ -302,15 +306,15 @@ class Anchors {
       StateWriter now;
       save_now(now);
       position = pulled;
-      bytes = std::move(now).take();
+      bytes = std::make_shared<const std::vector<std::byte>>(std::move(now).take());
     }
-    write_position(w, position, bytes, pulled, std::move(pending));
+    write_position(w, position, *bytes, pulled, std::move(pending));
   }
 
  private:
   struct Anchor {
     std::int64_t position = 0;
-    std::vector<std::byte> bytes;
+    std::shared_ptr<const std::vector<std::byte>> bytes;  // the input's state (immutable)
   };
 
   // Pulls to the next anchor: every_, or more where saving the input costs
