@@ -175,6 +175,17 @@ TEST_CASE("http faults: more failures than attempts raise IoError naming the URL
     // The burst is over: the next request goes through.
     CHECK(Fixture::get_range(client, f.url, 0, 10).body == f.bytes.substr(0, 10));
   }
+  SECTION("S3's SlowDown: the error says what the server said") {
+    f.proxy->set_faults({.fail_requests = 3, .retry_after_seconds = 0, .slow_down_body = true});
+    try {
+      (void)Fixture::get_range(client, f.url, 0, 10);
+      FAIL("no error");
+    } catch (const IoError& e) {
+      CHECK_THAT(std::string(e.what()),
+                 Catch::Contains("3 attempts: HTTP 503 Service Unavailable (SlowDown: Please "
+                                 "reduce your request rate.)"));
+    }
+  }
   SECTION("resets") {
     f.proxy->set_faults({.reset_after_bytes = 1000, .resets = 3});
     CHECK_THROWS_AS(client.send(f.url, {}), IoError);

@@ -135,6 +135,22 @@ TEST_CASE("Retry-After and Content-Range values are parsed", "[remote][http]") {
   CHECK_FALSE(storage::detail::parse_content_range("bytes 0-1/99999999999999999999999"));
 }
 
+TEST_CASE("a failed response's body is excerpted for its error", "[remote][http]") {
+  using storage::detail::body_excerpt;
+  CHECK(body_excerpt("") == "");
+  CHECK(body_excerpt("<?xml version=\"1.0\"?>\n<Error><Code>SlowDown</Code><Message>Please "
+                     "reduce your request rate.</Message></Error>") ==
+        "SlowDown: Please reduce your request rate.");
+  CHECK(body_excerpt("<Error><Code>InternalError</Code></Error>") == "InternalError");
+  // Not XML: control characters and runs of spaces collapse.
+  CHECK(body_excerpt("upstream\r\n  timed out\n") == "upstream timed out");
+  // Long bodies are cut at 200 bytes.
+  const std::string long_body(500, 'x');
+  CHECK(body_excerpt(long_body) == std::string(200, 'x') + "...");
+  // An unterminated <Code> is no error document.
+  CHECK(body_excerpt("<Code>half") == "<Code>half");
+}
+
 TEST_CASE("backoff grows exponentially with deterministic jitter", "[remote][http]") {
   HttpOptions options;
   options.retry.initial_backoff = std::chrono::milliseconds(100);

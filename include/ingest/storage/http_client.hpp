@@ -169,6 +169,40 @@ inline std::string status_text(int status) {
   return "HTTP " + std::to_string(status) + (reason.empty() ? "" : " " + std::string(reason));
 }
 
+/// What a failed response's body says, for an error message: an XML error
+/// document's <Code> and <Message> (S3 and the services that copy its error
+/// format: "SlowDown: Please reduce your request rate."), else the body's
+/// first 200 bytes with control characters and runs of spaces collapsed; ""
+/// for an empty body.
+inline std::string body_excerpt(std::string_view body) {
+  const auto element = [&](std::string_view tag) -> std::string_view {
+    const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
+    const std::size_t b = body.find(open);
+    if (b == std::string_view::npos) return {};
+    const std::size_t start = b + open.size();
+    const std::size_t e = body.find(close, start);
+    if (e == std::string_view::npos) return {};
+    return body.substr(start, std::min<std::size_t>(e - start, 200));
+  };
+  const std::string_view code = element("Code");
+  if (!code.empty()) {
+    const std::string_view message = element("Message");
+    return std::string(code) + (message.empty() ? "" : ": " + std::string(message));
+  }
+  std::string out;
+  for (const char c : body.substr(0, 200)) {
+    const bool space = static_cast<unsigned char>(c) < 0x20 || c == ' ';
+    if (space) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (body.size() > 200 && !out.empty()) out += "...";
+  return out;
+}
+
 /// True for statuses worth retrying: 5xx, 429 Too Many Requests, 408.
 inline bool retryable_status(int status) { return status >= 500 || status == 429 || status == 408; }
 
@@ -516,6 +550,11 @@ class HttpClient {
           std::string error = attempt.transport_failed
                                   ? attempt.error
                                   : detail::status_text(attempt.response.status);
+          if (!attempt.transport_failed) {
+            // The server's own words (S3's SlowDown and its message).
+            const std::string said = detail::body_excerpt(attempt.response.body);
+            if (!said.empty()) error += " (" + said + ")";
+          }
           if (!retryable || state->attempts >= options_.retry.max_attempts) {
             // Retries exhausted, or an error no retry fixes.
             finish_send(state,
