@@ -3,12 +3,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <ingest/core/state.hpp>
 
 using namespace ingest;
+
+namespace {
+
+// A value whose serializer writes part of its bytes, then fails.
+struct HalfWritten {
+  std::string text;
+};
+
+}  // namespace
+
+template <>
+struct ingest::serializer<HalfWritten> {
+  static void write(ByteWriter& w, const HalfWritten& v) {
+    w.write(v.text.data(), v.text.size());
+    throw std::runtime_error("cannot write " + v.text);
+  }
+  static HalfWritten read(ByteReader&) { return {}; }
+  static std::string signature() { return "half_written"; }
+};
 
 namespace {
 
@@ -268,4 +288,30 @@ TEST_CASE("fingerprints tell descriptions apart", "[core][state]") {
   CHECK(fp("batch") != fp("take"));
   CHECK(fp(true) != fp(false));
   CHECK(Fingerprint().value() == 0xcbf29ce484222325ull);
+}
+
+TEST_CASE("elements are written in place, and a failing serializer leaves no bytes",
+          "[core][state]") {
+  StateWriter w;
+  w.reserve(1 << 10);
+  w.write_element(std::string("abc"));
+  const std::size_t before = w.size();
+  CHECK_THROWS_WITH(w.write_element(HalfWritten{"partial"}), "cannot write partial");
+  CHECK(w.size() == before);
+  w.write_element(std::vector<std::int64_t>{4, 5});
+  // Each element is one length-prefixed field; the next field follows.
+  const std::vector<std::byte> payload = bytes_of(w.bytes());
+  StateReader r(payload);
+  CHECK(r.read_element<std::string>("test") == "abc");
+  CHECK(r.read_element<std::vector<std::int64_t>>("test") == std::vector<std::int64_t>{4, 5});
+  r.finish();
+  // A recycled buffer: cleared, its capacity kept.
+  std::vector<std::byte> old(100, std::byte{7});
+  old.reserve(4096);
+  StateWriter again;
+  again.reuse(std::move(old));
+  CHECK(again.size() == 0);
+  again.write_element(std::string("x"));
+  StateReader r2(again.bytes());
+  CHECK(r2.read_element<std::string>("test") == "x");
 }

@@ -231,8 +231,9 @@ TEST_CASE("a bottleneck inside a parallel interleave names the interleave's knob
   detail::Model tuned;
   build(tuned, autotune);
   s = detail::make_stats(tuned);
-  CHECK_THAT(s.bottleneck_reason,
-             Catch::EndsWith("; it runs in interleave's parallel inputs (parallelism 2, autotuned)"));
+  CHECK_THAT(
+      s.bottleneck_reason,
+      Catch::EndsWith("; it runs in interleave's parallel inputs (parallelism 2, autotuned)"));
   // A sequential interleave runs its inputs on its consumer's thread: the
   // advice stays to move the work into a parallel stage.
   detail::Model sequential;

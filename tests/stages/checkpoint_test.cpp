@@ -615,7 +615,9 @@ TEST_CASE("checkpoint: group_by_window stores its windows and the open window's 
   // A window size per key; vectors as elements; an inner dataset of several stages.
   check_restore_everywhere([] {
     return range(23)
-        .map([](std::int64_t x) { return std::vector<std::int64_t>(static_cast<std::size_t>(x % 4), x); })
+        .map([](std::int64_t x) {
+          return std::vector<std::int64_t>(static_cast<std::size_t>(x % 4), x);
+        })
         .group_by_window(
             [](const std::vector<std::int64_t>& v) { return static_cast<std::int64_t>(v.size()); },
             [](std::int64_t, std::vector<std::vector<std::int64_t>> w) {
@@ -636,14 +638,13 @@ TEST_CASE("checkpoint: group_by_window stores its windows and the open window's 
   CHECK_THROWS_AS(make(3).iterator(state), InvalidArgument);
   // Elements without a serializer: Unimplemented naming the stage, and the
   // iterator carries on after the failed save.
-  auto opaque = range(10)
-                    .map([](std::int64_t x) { return Opaque{static_cast<int>(x)}; })
-                    .group_by_window([](const Opaque& o) { return o.v % 2; },
-                                     [](std::int64_t, std::vector<Opaque> w) {
-                                       return from_vector(std::move(w));
-                                     },
-                                     2)
-                    .iterator();
+  auto opaque =
+      range(10)
+          .map([](std::int64_t x) { return Opaque{static_cast<int>(x)}; })
+          .group_by_window(
+              [](const Opaque& o) { return o.v % 2; },
+              [](std::int64_t, std::vector<Opaque> w) { return from_vector(std::move(w)); }, 2)
+          .iterator();
   REQUIRE(opaque.next().has_value());
   CHECK_THROWS_WITH(opaque.save(), Catch::Contains("stage 'group_by_window'") &&
                                        Catch::Contains("ingest::serializer<T>"));

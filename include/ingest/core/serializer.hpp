@@ -34,6 +34,11 @@ static_assert(std::endian::native == std::endian::little,
 /// Appends bytes to a growable buffer (reused between elements).
 class ByteWriter {
  public:
+  ByteWriter() = default;
+  /// Appends to `buffer` (its bytes and capacity are kept); release() hands it back.
+  explicit ByteWriter(std::vector<std::byte>&& buffer) noexcept : buffer_(std::move(buffer)) {}
+  std::vector<std::byte> release() && noexcept { return std::move(buffer_); }
+
   void write(const void* data, std::size_t n) {
     // resize + memcpy rather than insert: GCC 12 at -O3 reports a false
     // out-of-bounds write in vector::insert of a few bytes.

@@ -123,9 +123,21 @@ class StateWriter {
   /// length-prefixed field: what shuffle's buffer and scan's state store.
   template <serializable T>
   void write_element(const T& v) {
-    scratch_.clear();
-    serializer<T>::write(scratch_, v);
-    write_bytes(scratch_.bytes());
+    // Serialized in place after its length, which is filled in after: one
+    // copy of the element's bytes (a shuffle buffer of records is most of a
+    // state).
+    const std::size_t length_at = out_.size();
+    write_u64(0);
+    ByteWriter bytes(std::move(out_));
+    try {
+      serializer<T>::write(bytes, v);
+    } catch (...) {
+      out_ = std::move(bytes).release();
+      out_.resize(length_at);
+      throw;
+    }
+    out_ = std::move(bytes).release();
+    patch_u64(length_at, out_.size() - length_at - 8);
   }
   /// Writes scalar fields in order: bools, integers (as 64 bits) and doubles.
   template <class... T>
@@ -142,12 +154,18 @@ class StateWriter {
     write_u64(0);
     const std::size_t start = out_.size();
     std::forward<F>(body)();
-    const std::uint64_t length = out_.size() - start;
-    for (int i = 0; i < 8; ++i)
-      out_[length_at + i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
+    patch_u64(length_at, out_.size() - start);
   }
 
   std::size_t size() const noexcept { return out_.size(); }
+  /// Room for `n` bytes in all (a state about as large as the last one).
+  void reserve(std::size_t n) { out_.reserve(n); }
+  /// Writes into `buffer`'s storage (cleared; its capacity is kept): a
+  /// buffer recycled from an earlier state, whose pages are already mapped.
+  void reuse(std::vector<std::byte>&& buffer) noexcept {
+    out_ = std::move(buffer);
+    out_.clear();
+  }
   const std::vector<std::byte>& bytes() const& noexcept { return out_; }
   std::vector<std::byte> take() && noexcept { return std::move(out_); }
 
@@ -167,8 +185,11 @@ class StateWriter {
     }
   }
 
+  void patch_u64(std::size_t at, std::uint64_t v) noexcept {
+    for (int i = 0; i < 8; ++i) out_[at + i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+  }
+
   std::vector<std::byte> out_;
-  ByteWriter scratch_;  // write_element's, reused
 };
 
 /// Reads a payload StateWriter wrote. Every read is bounds-checked against

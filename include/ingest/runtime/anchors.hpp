@@ -230,6 +230,7 @@ class Anchors {
         next_(o.next_),
         last_end_ns_(o.last_end_ns_),
         last_pulled_(o.last_pulled_),
+        last_bytes_(o.last_bytes_),
         anchors_(std::move(o.anchors_)),
         failure_(std::move(o.failure_)) {}
   Anchors& operator=(Anchors&&) = delete;
@@ -251,8 +252,22 @@ class Anchors {
     try {
       const std::int64_t start = now_ns();
       StateWriter w;
+      // A large state (a shuffle buffer's) is written into the storage of
+      // one dropped earlier, whose pages are mapped, or into room for the
+      // last one's size: no doubling, no page faults per anchor.
+      std::vector<std::byte> spare;
+      {
+        std::lock_guard lock(mu_);
+        spare = std::move(spare_);
+      }
+      if (spare.capacity() > 0) {
+        w.reuse(std::move(spare));
+      } else {
+        w.reserve(last_bytes_ + last_bytes_ / 8);
+      }
       input.save(w);
-      auto bytes = std::make_shared<const std::vector<std::byte>>(std::move(w).take());
+      auto bytes = std::make_shared<std::vector<std::byte>>(std::move(w).take());
+      last_bytes_ = bytes->size();
       const std::int64_t end = now_ns();
       interval_ = paced_interval(pulled, start, end);
       next_ = pulled + interval_;
@@ -261,6 +276,15 @@ class Anchors {
       std::size_t keep = 0;
       for (std::size_t i = 0; i < anchors_.size(); ++i)
         if (anchors_[i].position <= low) keep = i;
+      for (std::size_t i = 0; i < keep; ++i) {
+        // Nobody else holds it (write() copies the pointer under this lock
+        // and keeps it only while it writes): its storage is the next spare.
+        std::shared_ptr<std::vector<std::byte>>& old = anchors_[i].bytes;
+        if (old.use_count() == 1 && old->capacity() >= spare_.capacity() &&
+            old->capacity() >= (std::size_t{1} << 16)) {
+          spare_ = std::move(*old);
+        }
+      }
       anchors_.erase(anchors_.begin(), anchors_.begin() + static_cast<std::ptrdiff_t>(keep));
     } catch (...) {
       interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
@@ -314,7 +338,9 @@ class Anchors {
  private:
   struct Anchor {
     std::int64_t position = 0;
-    std::shared_ptr<const std::vector<std::byte>> bytes;  // the input's state (immutable)
+    // The input's state; never changed once taken (shared with a write()
+    // in progress, and recycled as spare_ only when no one else holds it).
+    std::shared_ptr<std::vector<std::byte>> bytes;
   };
 
   // Pulls to the next anchor: every_, or more where saving the input costs
@@ -340,9 +366,11 @@ class Anchors {
   std::int64_t interval_;  // pulls to the next try: every_, doubled after each failure
   std::int64_t next_;      // the position at which the next anchor is due
   std::int64_t last_end_ns_ = 0, last_pulled_ = 0;  // the last anchor's end, and where
+  std::size_t last_bytes_ = 0;                      // the last anchor's size
   mutable std::mutex mu_;
-  std::deque<Anchor> anchors_;  // oldest first
-  std::exception_ptr failure_;  // the input's error from its last failed save
+  std::deque<Anchor> anchors_;    // oldest first
+  std::vector<std::byte> spare_;  // a dropped anchor's storage (64 KiB or more), for the next
+  std::exception_ptr failure_;    // the input's error from its last failed save
 };
 
 /// The position of a stage that pulls its input on the consumer's thread

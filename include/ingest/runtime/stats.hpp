@@ -357,9 +357,9 @@ inline PipelineStats make_stats(const Model& model) {
     const std::int64_t p = runner->parallelism.get();
     reason += "; it runs in " + runner->name() + "'s parallel inputs (parallelism " +
               std::to_string(p) +
-              (runner->parallelism.tunable() ? ", autotuned)"
-                                             : "): raise " + runner->name() +
-                                                   "'s .parallelism or use ingest::autotune");
+              (runner->parallelism.tunable()
+                   ? ", autotuned)"
+                   : "): raise " + runner->name() + "'s .parallelism or use ingest::autotune");
   } else {
     reason += "; it runs sequentially: move its work into a parallel map or interleave";
   }
