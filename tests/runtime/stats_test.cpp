@@ -147,32 +147,30 @@ TEST_CASE("the bottleneck is marked only when the consumer waits, with its reaso
                                         Catch::Contains("at parallelism 2; raise .parallelism"));
   }
   SECTION("a consumer slower than its input: no stage is marked") {
-    // The rule on measured counters, free of the machine's timing: the
-    // consumer's own time covers the whole run, so it never waited.
+    // The rule on measured counters, free of the machine's timing: range ->
+    // map, the map taking 2 us per element of its own, the range 1 us.
+    const auto build = [](detail::Model& model, std::int64_t consumer_ns) {
+      detail::StageNode* map = model.node(nullptr, "map");
+      detail::StageNode* src = model.node(map, "range");
+      map->elements = 100;
+      map->estimated_ns = 100 * 3'000;
+      src->elements = 100;
+      src->estimated_ns = 100 * 1'000;
+      model.record_consumer(consumer_ns, 100);
+    };
+    // The consumer's own time covers the whole run: it never waited.
     detail::Model model;
-    detail::StageNode* map = model.node(nullptr, "map");
-    detail::StageNode* src = model.node(map, "range");
-    map->elements = 100;
-    map->estimated_ns = 100 * 2'000;
-    src->elements = 100;
-    src->estimated_ns = 100 * 1'000;
-    model.record_consumer(std::int64_t{1} << 50, 100);
+    build(model, std::int64_t{1} << 50);
     const PipelineStats s = detail::make_stats(model);
     CHECK(s.input_wait_percent == 0);
     REQUIRE(s.stages.size() == 2);
     for (const StageStats& r : s.stages) CHECK_FALSE(r.bottleneck);
     CHECK_THAT(s.bottleneck_reason, Catch::StartsWith("no bottleneck: the input kept up"));
     CHECK_THAT(s.to_string(), Catch::Contains("no bottleneck"));
-    // The same counters with a consumer that spent no time of its own: it
-    // waited all the time, and the stage doing the work is marked.
+    // A consumer that spent no time of its own waited all the time, and the
+    // stage doing the work is marked.
     detail::Model waiting;
-    detail::StageNode* wmap = waiting.node(nullptr, "map");
-    detail::StageNode* wsrc = waiting.node(wmap, "range");
-    wmap->elements = 100;
-    wmap->estimated_ns = 100 * 3'000;
-    wsrc->elements = 100;
-    wsrc->estimated_ns = 100 * 1'000;
-    waiting.record_consumer(0, 100);
+    build(waiting, 0);
     const PipelineStats w = detail::make_stats(waiting);
     CHECK(w.input_wait_percent > 99);
     REQUIRE(w.stages.size() == 2);
