@@ -99,7 +99,9 @@ class GroupByWindowIterator {
     if (open) {
       std::size_t count = 0;
       r.read(open_.key, open_.first, count);
-      if (count > r.remaining()) {
+      // Bounded before anything is allocated: each element takes at least
+      // its 8-byte length.
+      if (count > r.remaining() / 8) {
         throw DataLossError("checkpoint: group_by_window: an open window of " +
                                 std::to_string(count) + " elements in " +
                                 std::to_string(r.remaining()) + " bytes",
