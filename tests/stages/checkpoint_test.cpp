@@ -95,6 +95,20 @@ TEST_CASE("checkpoint: repeat(3) over list_files reshuffled each epoch", "[stage
         .repeat(2);
   });
   check_restore_everywhere([&] { return list_files(pattern).repeat(2).take(9); });
+  // Files that appeared or vanished since the save: DataLossError, not
+  // another pipeline (the pattern is the same).
+  auto it = list_files(pattern).iterator();
+  it.next();
+  const IteratorState state = it.save();
+  write_file(dir / "g", "g");
+  CHECK_THROWS_WITH(list_files(pattern).iterator(state),
+                    Catch::Contains("list_files: the files matching its patterns changed") &&
+                        Catch::Contains("6 then, 7 now"));
+  std::filesystem::remove(dir / "g");
+  CHECK_NOTHROW(list_files(pattern).iterator(state));
+  std::filesystem::rename(dir / "f", dir / "h");
+  CHECK_THROWS_AS(list_files(pattern).iterator(state), DataLossError);
+  CHECK_THROWS_WITH(list_files(pattern).iterator(state), Catch::Contains("other names"));
 }
 
 TEST_CASE("checkpoint: shard, ignore_errors, with_options", "[stages][checkpoint]") {
@@ -751,6 +765,15 @@ TEST_CASE("checkpoint: corrupt states and changed files are DataLossError",
     FAIL("no error");
   } catch (const DataLossError& e) {
     CHECK_THAT(e.what(), Catch::Contains("shorter than the saved offset"));
+    CHECK(e.context().file == file);
+  }
+  // The file the state was reading is gone.
+  std::filesystem::remove(file);
+  try {
+    tfrecord(file).iterator(state);
+    FAIL("no error");
+  } catch (const DataLossError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("no longer exists"));
     CHECK(e.context().file == file);
   }
 }

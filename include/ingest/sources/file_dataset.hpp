@@ -140,6 +140,19 @@ class FileSequenceIterator {
           }
         } catch (Error& e) {
           reader_.reset();
+          // The file the state was reading is gone: the data changed since
+          // the save, not a passing I/O failure.
+          bool gone = false;
+          if (dynamic_cast<const IoError*>(&e) != nullptr) {
+            try {
+              gone = !detail::file_exists(path, stage_);
+            } catch (const Error&) {
+            }
+          }
+          if (gone) {
+            throw DataLossError("checkpoint: the file the state was reading no longer exists",
+                                {.stage = stage_, .file = path});
+          }
           e.add_context({.stage = stage_, .file = path});
           throw;
         }

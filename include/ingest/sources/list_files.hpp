@@ -276,14 +276,18 @@ class ListFilesIterator {
   using value_type = std::string;
 
   explicit ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths)
-      : paths_(std::move(paths)) {}
+      : paths_(std::move(paths)), names_hash_(hash_names(*paths_)) {}
   /// Shuffled by `seed`; with `passes` (reshuffle_each_iteration), `seed` is
   /// the base seed, this iterator's order is that of pass `pass`, and
   /// `passes` is the dataset's pass counter (set on restore).
   ListFilesIterator(std::shared_ptr<const std::vector<std::string>> paths, std::uint64_t seed,
                     std::shared_ptr<std::atomic<std::uint64_t>> passes = nullptr,
                     std::uint64_t pass = 0)
-      : paths_(std::move(paths)), seed_(seed), passes_(std::move(passes)), pass_(pass) {
+      : paths_(std::move(paths)),
+        seed_(seed),
+        passes_(std::move(passes)),
+        pass_(pass),
+        names_hash_(hash_names(*paths_)) {
     order_.resize(paths_->size());
     shuffle();
   }
@@ -293,11 +297,25 @@ class ListFilesIterator {
     return seed ^ (pass + 1) * 0x9e3779b97f4a7c15ull;  // a distinct stream per pass
   }
 
-  /// Checkpoint: the position and the pass (which reshuffle this order is).
-  /// Restore re-shuffles for that pass and sets the dataset's pass counter
-  /// after it, so the passes that follow reshuffle as they would have.
-  void save(StateWriter& w) const { w.write(pos_, pass_); }
+  /// Checkpoint: the files matched (their number and a hash of their
+  /// names), the position and the pass (which reshuffle this order is).
+  /// Restore checks that the same files match (else DataLossError: files
+  /// appeared or vanished since the save), re-shuffles for that pass and sets
+  /// the dataset's pass counter after it, so the passes that follow reshuffle
+  /// as they would have.
+  void save(StateWriter& w) const { w.write(paths_->size(), names_hash_, pos_, pass_); }
   void restore(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    std::uint64_t count = 0, hash = 0;
+    r.read(count, hash);
+    if (count != paths_->size() || hash != names_hash_) {
+      throw DataLossError(
+          "checkpoint: list_files: the files matching its patterns changed since "
+          "the save (" +
+              std::to_string(count) + " then, " + std::to_string(paths_->size()) + " now" +
+              (count == paths_->size() ? ", other names" : "") + ")",
+          {.stage = "list_files", .offset = at});
+    }
     pos_ = r.read_position(paths_->size(), "list_files", "files");
     std::uint64_t pass = 0;
     r.read(pass);
@@ -318,6 +336,12 @@ class ListFilesIterator {
   }
 
  private:
+  static std::uint64_t hash_names(const std::vector<std::string>& paths) noexcept {
+    Fingerprint names;
+    for (const std::string& p : paths) names.add(p);
+    return names.value();
+  }
+
   void shuffle() {
     for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
     seeded_shuffle(order_, passes_ ? pass_seed(seed_, pass_) : seed_);
@@ -329,6 +353,7 @@ class ListFilesIterator {
   std::uint64_t seed_ = 0;
   std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
   std::uint64_t pass_ = 0;
+  std::uint64_t names_hash_ = 0;  // of the matched paths, for checkpoints
 };
 
 }  // namespace detail
@@ -338,7 +363,9 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
   static constexpr std::string_view stage_name = "list_files";
 
   ListFilesDataset(const std::vector<std::string>& patterns, ListFilesOptions options)
-      : options_(options), epoch_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
+      : patterns_(patterns),
+        options_(options),
+        epoch_(std::make_shared<std::atomic<std::uint64_t>>(0)) {
     std::vector<std::string> all;
     for (const std::string& pattern : patterns) {
       std::vector<std::string> found = detail::glob(pattern);
@@ -364,11 +391,13 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
     return detail::ListFilesIterator(paths_, *options_.seed);
   }
 
-  /// The matched paths and the shuffle options (a seed drawn from the OS
-  /// differs between processes: such a state restores only into this dataset).
+  /// The patterns and the shuffle options (a seed drawn from the OS differs
+  /// between processes: such a state restores only into this dataset). The
+  /// files they match are checked by the state itself: files that appeared
+  /// or vanished since the save are DataLossError, not another pipeline.
   void fingerprint(Fingerprint& fp) const {
-    fp.add(static_cast<std::uint64_t>(paths_->size()));
-    for (const std::string& p : *paths_) fp.add(p);
+    fp.add(static_cast<std::uint64_t>(patterns_.size()));
+    for (const std::string& p : patterns_) fp.add(p);
     fp.add(options_.shuffle).add(options_.reshuffle_each_iteration);
     fp.add(options_.seed.value_or(0));
   }
@@ -377,6 +406,7 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
   const std::vector<std::string>& matched() const noexcept { return *paths_; }
 
  private:
+  std::vector<std::string> patterns_;
   std::shared_ptr<const std::vector<std::string>> paths_;
   ListFilesOptions options_;
   std::shared_ptr<std::atomic<std::uint64_t>> epoch_;  // passes so far, shared by copies
