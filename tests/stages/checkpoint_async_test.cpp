@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <random>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -75,6 +76,39 @@ TEST_CASE("checkpoint: prefetch far into a long input stays small and replays li
     REQUIRE(*x == (i ^ 5));
   }
   CHECK_FALSE(restored.next());
+}
+
+TEST_CASE("checkpoint: large states under a prefetch, saved and restored as it runs",
+          "[stages][checkpoint][concurrency]") {
+  // A shuffle buffer of 128 strings of 1 KiB: a 130 KiB state, which the
+  // prefetch's puller anchors (recycling the storage of anchors it drops)
+  // while the consumer's saves read theirs.
+  const auto make = [] {
+    return range(1200)
+        .map([](std::int64_t x) {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+          return std::string(1024, static_cast<char>('a' + x % 26)) + std::to_string(x);
+        })
+        .shuffle(128, {.seed = 3})
+        .prefetch(4);
+  };
+  const std::vector<std::string> all = collect(make());
+  REQUIRE(all.size() == 1200);
+  std::optional<decltype(make().iterator())> it;
+  it.emplace(make().iterator());
+  std::vector<std::string> got;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i % 97 == 40) {
+      const IteratorState state = it->save();
+      CHECK(state.size() > 128 * 1024);
+      it.emplace(make().iterator(state));
+    }
+    auto x = it->next();
+    REQUIRE(x);
+    got.push_back(std::move(*x));
+  }
+  CHECK_FALSE(it->next());
+  CHECK(got == all);
 }
 
 TEST_CASE("checkpoint: deterministic parallel map at any parallelism",

@@ -277,8 +277,8 @@ class Anchors {
       for (std::size_t i = 0; i < anchors_.size(); ++i)
         if (anchors_[i].position <= low) keep = i;
       for (std::size_t i = 0; i < keep; ++i) {
-        // Nobody else holds it (write() copies the pointer under this lock
-        // and keeps it only while it writes): its storage is the next spare.
+        // Nobody else holds it (write() takes and drops its copy of the
+        // pointer under this lock): its storage is the next spare.
         std::shared_ptr<std::vector<std::byte>>& old = anchors_[i].bytes;
         if (old.use_count() == 1 && old->capacity() >= spare_.capacity() &&
             old->capacity() >= (std::size_t{1} << 16)) {
@@ -332,7 +332,19 @@ class Anchors {
       position = pulled;
       bytes = std::make_shared<const std::vector<std::byte>>(std::move(now).take());
     }
-    write_position(w, position, *bytes, pulled, std::move(pending));
+    // The reference goes under the lock, so that take() sees it gone (and
+    // may recycle the storage) only after these reads of the bytes.
+    const auto release = [&]() noexcept {
+      std::lock_guard lock(mu_);
+      bytes.reset();
+    };
+    try {
+      write_position(w, position, *bytes, pulled, std::move(pending));
+    } catch (...) {
+      release();
+      throw;
+    }
+    release();
   }
 
  private:
