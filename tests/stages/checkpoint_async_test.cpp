@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <random>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
