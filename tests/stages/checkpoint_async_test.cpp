@@ -100,7 +100,8 @@ TEST_CASE("checkpoint: large states under a prefetch, saved and restored as it r
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (i % 97 == 40) {
       const IteratorState state = it->save();
-      CHECK(state.size() > 128 * 1024);
+      // Until the input's last 128 elements the buffer is full.
+      if (i < 1000) CHECK(state.size() > 128 * 1024);
       it.emplace(make().iterator(state));
     }
     auto x = it->next();
