@@ -64,7 +64,7 @@ class ByteReader {
 
   void read(void* out, std::size_t n) {
     require(n);
-    std::memcpy(out, data_.data() + pos_, n);
+    if (n != 0) std::memcpy(out, data_.data() + pos_, n);  // an empty vector's data() may be null
     pos_ += n;
   }
   template <class T>
