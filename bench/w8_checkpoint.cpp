@@ -13,8 +13,9 @@
 // sizes against tf.data's for the same pipeline: it stores the shuffle
 // buffer's elements, as ingest does for shuffle (10,000 float32[32,32,3]
 // images = 120 MiB + labels); without a shuffle ingest stores positions only.
-// An indexed W3 with global shuffle is not measured: indexed_tfrecord does
-// not exist yet (the scale-out issue).
+//   W8/*/indexed_global_shuffle  W3 read by position (indexed_tfrecord with
+//                       global_shuffle instead of the shuffle buffer): its
+//                       state is positions only, whatever the order
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -43,6 +44,17 @@ auto without_shuffle() {
 }
 
 auto with_shuffle() { return pipeline(false, Knobs{}); }
+
+// W3 by position: the shards' index (built once, outside the timings), a
+// global shuffle of all records, then W3's decode, batch and prefetch.
+auto indexed() {
+  static const ingest::TFRecordIndex index = ingest::build_tfrecord_index(data().plain);
+  return ingest::indexed_tfrecord(index)
+      .global_shuffle({.seed = 7})
+      .map(Decode{}, {.parallelism = ingest::autotune})
+      .batch(batch_size)
+      .prefetch(ingest::autotune);
+}
 
 std::int64_t batches_in_data() {
   return std::max<std::int64_t>(data().num_records / batch_size, 1);
@@ -122,6 +134,9 @@ void ingest::bench::register_benchmarks(const Config& config) {
   timed(benchmark::RegisterBenchmark("W8/save/shuffle_10000", save<decltype(&with_shuffle)>,
                                      &with_shuffle)
             ->Iterations(restores));
+  timed(benchmark::RegisterBenchmark("W8/save/indexed_global_shuffle", save<decltype(&indexed)>,
+                                     &indexed)
+            ->Iterations(saves));
   // Restores a quarter and three quarters into the epoch: a restore's time
   // should not grow with the position (it does where the anchors are rare).
   for (const int quarters : {1, 3}) {
@@ -132,6 +147,9 @@ void ingest::bench::register_benchmarks(const Config& config) {
               ->Iterations(restores));
     timed(benchmark::RegisterBenchmark(("W8/restore/shuffle_10000" + at).c_str(),
                                        restore<decltype(&with_shuffle)>, &with_shuffle, quarters)
+              ->Iterations(restores));
+    timed(benchmark::RegisterBenchmark(("W8/restore/indexed_global_shuffle" + at).c_str(),
+                                       restore<decltype(&indexed)>, &indexed, quarters)
               ->Iterations(restores));
   }
   set_reference("W8/", "W8/read_1_percent");

@@ -34,6 +34,7 @@
 #include "ingest/sources/from_generator.hpp"
 #include "ingest/sources/from_vector.hpp"
 #include "ingest/sources/image_folder.hpp"
+#include "ingest/sources/indexed_tfrecord.hpp"
 #include "ingest/sources/list_files.hpp"
 #include "ingest/sources/range.hpp"
 #include "ingest/sources/read_file.hpp"

@@ -1,0 +1,409 @@
+// indexed_tfrecord(paths or index, {.verify_crc, .block_bytes}): the records
+// of TFRecord files by position. build_tfrecord_index(paths) reads the files
+// once and keeps where each record starts (8 bytes per record); the dataset
+// then reads record i of the concatenated files with one positional read
+// (pread, or one HTTP range request for a URL), so it can start anywhere:
+// `.global_shuffle({.seed, .reshuffle_each_iteration})` visits every record
+// once per pass in a pseudo-random order over the whole data set, with no
+// shuffle buffer, and a checkpoint is the pass and the position (24 bytes),
+// whatever the order. tf.data counterpart: a random-access dataset with
+// Dataset.global_shuffle (TF 2.17); Grain's IndexSampler; DALI's TFRecord
+// reader with its index files.
+//
+// The order of a global shuffle is a bijection of [0, N) computed per
+// position (a four-round Feistel network on the next power of four, with
+// cycle walking, keyed by the seed and the pass), as
+// tf.random.experimental.index_shuffle does: no permutation is stored, and
+// a restore costs nothing beyond opening the file it resumes in.
+//
+// Records that lie one after another in a file (no shuffle) are read
+// together, up to `.block_bytes` per read; a shuffled read fetches exactly its
+// record. Each record's header and CRCs are checked against the index: a file
+// whose size differs from the indexed one raises DataLossError naming it
+// (indexed, then changed), a vanished one too; a mismatch inside a record
+// raises DataLossError with the file and offset, and the iterator moves on to
+// the next record. Compressed files cannot be indexed (GZIP and ZLIB have no
+// random access): InvalidArgument. Each iterator keeps at most 16 files open.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ingest/core/dataset.hpp"
+#include "ingest/core/errors.hpp"
+#include "ingest/core/options.hpp"
+#include "ingest/core/random.hpp"
+#include "ingest/core/state.hpp"
+#include "ingest/formats/tfrecord_format.hpp"
+#include "ingest/runtime/pipeline.hpp"
+#include "ingest/sources/file_dataset.hpp"
+#include "ingest/storage/file.hpp"
+
+namespace ingest {
+
+/// Where each record of a list of TFRecord files starts (build_tfrecord_index).
+class TFRecordIndex {
+ public:
+  /// Where one record lies: its file, the offset of its header and its
+  /// payload's length.
+  struct Location {
+    std::size_t file = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+  };
+
+  /// Records in all files.
+  std::uint64_t size() const noexcept { return offsets_.size(); }
+  std::size_t num_files() const noexcept { return files_.size(); }
+  const std::string& file(std::size_t f) const noexcept { return files_[f]; }
+  /// The file's size when it was indexed.
+  std::uint64_t file_size(std::size_t f) const noexcept { return sizes_[f]; }
+  /// Records in the files before file `f` (f = num_files(): size()).
+  std::uint64_t first_record(std::size_t f) const noexcept { return first_[f]; }
+
+  /// Record `i` (< size()) of the files in order.
+  Location locate(std::uint64_t i) const noexcept {
+    const auto f = static_cast<std::size_t>(std::upper_bound(first_.begin() + 1, first_.end(), i) -
+                                            (first_.begin() + 1));
+    const std::uint64_t offset = offsets_[i];
+    const std::uint64_t end = i + 1 < first_[f + 1] ? offsets_[i + 1] : sizes_[f];
+    return {f, offset,
+            end - offset - detail::tfrecord_header_bytes - detail::tfrecord_footer_bytes};
+  }
+
+  /// The files, their sizes and record counts (what a checkpoint depends on).
+  void fingerprint(Fingerprint& fp) const {
+    fp.add(static_cast<std::uint64_t>(files_.size())).add(size());
+    for (std::size_t f = 0; f < files_.size(); ++f)
+      fp.add(files_[f]).add(sizes_[f]).add(first_[f + 1]);
+  }
+
+  /// Adds the records of one file: `offsets` (each record's start, in
+  /// order) of the file `path` of `size` bytes.
+  void add_file(std::string path, std::uint64_t size, const std::vector<std::uint64_t>& offsets) {
+    files_.push_back(std::move(path));
+    sizes_.push_back(size);
+    offsets_.insert(offsets_.end(), offsets.begin(), offsets.end());
+    first_.push_back(offsets_.size());
+  }
+
+ private:
+  std::vector<std::string> files_;
+  std::vector<std::uint64_t> sizes_;
+  std::vector<std::uint64_t> first_{0};  // files + 1 prefix counts
+  std::vector<std::uint64_t> offsets_;   // every record's header offset
+};
+
+/// Reads the TFRecord files `paths` (plain, local or URLs) once, checking
+/// every record as ingest::tfrecord does (CRCs and lengths, under
+/// `options.verify_crc` and `.max_record_bytes`), and returns where each
+/// record starts. Throws InvalidArgument for compressed files, IoError when a
+/// file cannot be read and DataLossError (file and offset) for a corrupt or
+/// truncated record.
+inline TFRecordIndex build_tfrecord_index(const FileList& paths, TFRecordOptions options = {}) {
+  if (options.compression != Compression::none) {
+    throw InvalidArgument(
+        "indexed_tfrecord: compressed files cannot be read by position (GZIP and ZLIB have no "
+        "random access); decompress them, or read them in order with ingest::tfrecord",
+        {.stage = "indexed_tfrecord"});
+  }
+  TFRecordIndex index;
+  std::vector<std::uint64_t> offsets;
+  for (const std::string& path : paths.paths()) {
+    TFRecordReader reader(path, options);
+    offsets.clear();
+    for (;;) {
+      const std::uint64_t at = reader.offset();
+      if (!reader.read_view()) break;
+      offsets.push_back(at);
+    }
+    index.add_file(path, reader.offset(), offsets);
+  }
+  return index;
+}
+
+/// Options of indexed_tfrecord.
+struct IndexedTFRecordOptions {
+  /// Check each record's CRCs when it is read.
+  bool verify_crc = true;
+  /// Records that follow one another in a file are read together, up to
+  /// this many bytes per read (one range request for a URL).
+  std::size_t block_bytes = std::size_t{1} << 20;
+};
+
+namespace detail {
+
+/// A pseudo-random bijection of [0, n) keyed by `key`: a four-round Feistel
+/// network on the smallest power of four >= n, walking the cycle until the
+/// value falls in [0, n) (fewer than 4 steps on average).
+class IndexPermutation {
+ public:
+  IndexPermutation(std::uint64_t n, std::uint64_t key) noexcept : n_(n) {
+    const int bits = n <= 1 ? 2 : std::bit_width(n - 1);
+    half_ = std::max(1, (bits + 1) / 2);
+    mask_ = (std::uint64_t{1} << half_) - 1;
+    for (std::uint64_t& k : keys_) k = key = derive_seed(key, 0x5bd1e995);
+  }
+  std::uint64_t operator()(std::uint64_t i) const noexcept {
+    std::uint64_t x = i;
+    do {
+      x = encrypt(x);
+    } while (x >= n_);
+    return x;
+  }
+
+ private:
+  std::uint64_t encrypt(std::uint64_t x) const noexcept {
+    std::uint64_t left = x >> half_, right = x & mask_;
+    for (const std::uint64_t k : keys_) {
+      const std::uint64_t next = left ^ (mix64(right ^ k) & mask_);
+      left = right;
+      right = next;
+    }
+    return (left << half_) | right;
+  }
+
+  std::uint64_t n_;
+  int half_ = 1;
+  std::uint64_t mask_ = 1;
+  std::uint64_t keys_[4]{};
+};
+
+class IndexedTFRecordIterator {
+ public:
+  using value_type = std::string;
+  static constexpr std::size_t max_open_files = 16;
+
+  /// `shuffle_seed` set: a global shuffle, this iterator's order being that
+  /// of pass `pass`; `passes` (reshuffling) is the dataset's pass counter.
+  IndexedTFRecordIterator(std::shared_ptr<const TFRecordIndex> index,
+                          IndexedTFRecordOptions options, std::optional<std::uint64_t> shuffle_seed,
+                          std::shared_ptr<std::atomic<std::uint64_t>> passes, std::uint64_t pass)
+      : index_(std::move(index)),
+        options_(options),
+        seed_(shuffle_seed),
+        passes_(std::move(passes)),
+        pass_(pass) {
+    order();
+  }
+
+  std::optional<std::string> next() {
+    if (pos_ == index_->size()) return std::nullopt;
+    const std::uint64_t record = record_at(pos_);
+    ++pos_;  // a record that fails to read is consumed (its error is the element)
+    return read(record);
+  }
+
+  /// Checkpoint: the number of records, the pass and the position.
+  void save(StateWriter& w) const { w.write(index_->size(), pass_, pos_); }
+  void restore(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    std::uint64_t count = 0;
+    r.read(count);
+    if (count != index_->size()) {
+      throw DataLossError("checkpoint: indexed_tfrecord had " + std::to_string(count) +
+                              " records at the save, its index has " +
+                              std::to_string(index_->size()) + " now",
+                          {.stage = "indexed_tfrecord", .offset = at});
+    }
+    std::uint64_t pass = 0;
+    r.read(pass);
+    pos_ = r.read_position(static_cast<std::size_t>(index_->size()), "indexed_tfrecord", "records");
+    if (passes_) {
+      pass_ = pass;
+      order();
+      passes_->store(pass + 1, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  struct OpenFile {
+    std::size_t file = 0;
+    FileReader reader;
+  };
+
+  void order() {
+    if (seed_) {
+      const std::uint64_t key = passes_ ? derive_seed(*seed_, pass_) : *seed_;
+      permutation_.emplace(index_->size(), key);
+    }
+  }
+  std::uint64_t record_at(std::uint64_t position) const noexcept {
+    return permutation_ ? (*permutation_)(position) : position;
+  }
+
+  std::string read(std::uint64_t record) {
+    const TFRecordIndex::Location at = index_->locate(record);
+    const std::uint64_t total =
+        at.length + detail::tfrecord_header_bytes + detail::tfrecord_footer_bytes;
+    FileReader& file = open(at.file);
+    if (at.file != block_file_ || at.offset < block_begin_ ||
+        at.offset - block_begin_ > block_.size() ||
+        total > block_.size() - (at.offset - block_begin_)) {
+      // Sequential: this record and those after it in the file, up to block_bytes.
+      std::uint64_t want = total;
+      if (!permutation_)
+        want = std::max<std::uint64_t>(
+            total,
+            std::min<std::uint64_t>(options_.block_bytes, index_->file_size(at.file) - at.offset));
+      block_file_ = static_cast<std::size_t>(-1);
+      block_.resize(static_cast<std::size_t>(want));
+      const std::size_t got = file.read_at(at.offset, block_.data(), block_.size());
+      if (got < total) changed(at, "it ends inside the record");
+      block_.resize(got);
+      block_file_ = at.file;
+      block_begin_ = at.offset;
+    }
+    const char* h = block_.data() + (at.offset - block_begin_);
+    if (detail::load_le64(h) != at.length) {
+      changed(at, "the record's length is " + std::to_string(detail::load_le64(h)) +
+                      ", the index's " + std::to_string(at.length));
+    }
+    if (options_.verify_crc && masked_crc32c(h, 8) != detail::load_le32(h + 8)) {
+      corrupted(at, at.offset, "length checksum mismatch");
+    }
+    const char* payload = h + detail::tfrecord_header_bytes;
+    const auto n = static_cast<std::size_t>(at.length);
+    if (options_.verify_crc && masked_crc32c(payload, n) != detail::load_le32(payload + n)) {
+      corrupted(at, at.offset + detail::tfrecord_header_bytes, "data checksum mismatch");
+    }
+    return {payload, n};
+  }
+
+  // The open reader of file `f`, opening it (and closing the least recently
+  // used one beyond max_open_files); its size must be the indexed one.
+  FileReader& open(std::size_t f) {
+    for (std::size_t i = 0; i < open_.size(); ++i) {
+      if (open_[i].file == f) {
+        std::rotate(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(i),
+                    open_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        return open_.front().reader;
+      }
+    }
+    const std::string& path = index_->file(f);
+    std::optional<FileReader> reader;
+    try {
+      reader.emplace(path, "indexed_tfrecord");
+    } catch (const IoError&) {
+      if (!detail::file_exists(path, "indexed_tfrecord")) {
+        throw DataLossError("indexed_tfrecord: " + path + " was indexed but no longer exists",
+                            {.stage = "indexed_tfrecord", .file = path});
+      }
+      throw;
+    }
+    if (reader->size() != index_->file_size(f)) {
+      throw DataLossError("indexed_tfrecord: " + path + " has " + std::to_string(reader->size()) +
+                              " bytes, " + std::to_string(index_->file_size(f)) +
+                              " when it was indexed (it changed since: build the index again)",
+                          {.stage = "indexed_tfrecord", .file = path});
+    }
+    if (open_.size() == max_open_files) open_.pop_back();
+    open_.insert(open_.begin(), OpenFile{f, std::move(*reader)});
+    return open_.front().reader;
+  }
+
+  [[noreturn]] void changed(const TFRecordIndex::Location& at, const std::string& why) {
+    block_file_ = static_cast<std::size_t>(-1);
+    throw DataLossError(
+        "indexed_tfrecord: the record at " + std::to_string(at.offset) +
+            " does not match the index (" + why +
+            "): the file changed since it "
+            "was indexed",
+        {.stage = "indexed_tfrecord", .file = index_->file(at.file), .offset = at.offset});
+  }
+  [[noreturn]] void corrupted(const TFRecordIndex::Location& at, std::uint64_t offset,
+                              const std::string& why) {
+    throw DataLossError(
+        "corrupted record at " + std::to_string(offset) + " (" + why + ")",
+        {.stage = "indexed_tfrecord", .file = index_->file(at.file), .offset = offset});
+  }
+
+  std::shared_ptr<const TFRecordIndex> index_;
+  IndexedTFRecordOptions options_;
+  std::optional<std::uint64_t> seed_;
+  std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
+  std::uint64_t pass_ = 0;
+  std::optional<IndexPermutation> permutation_;  // global shuffle: position -> record
+  std::uint64_t pos_ = 0;
+  std::vector<OpenFile> open_;  // most recently used first
+  std::string block_;           // the bytes of the last read
+  std::size_t block_file_ = static_cast<std::size_t>(-1);
+  std::uint64_t block_begin_ = 0;
+};
+
+}  // namespace detail
+
+class IndexedTFRecordDataset : public DatasetBase<IndexedTFRecordDataset, std::string> {
+ public:
+  static constexpr std::string_view stage_name = "indexed_tfrecord";
+
+  IndexedTFRecordDataset(std::shared_ptr<const TFRecordIndex> index, IndexedTFRecordOptions options)
+      : index_(std::move(index)), options_(options) {
+    if (options_.block_bytes == 0) {
+      throw InvalidArgument("indexed_tfrecord: block_bytes must be >= 1",
+                            {.stage = "indexed_tfrecord"});
+    }
+  }
+
+  /// Every record once per pass, in a pseudo-random order over all files
+  /// (tf: Dataset.global_shuffle). Without `.seed`, one is drawn for this
+  /// dataset; with `.reshuffle_each_iteration` every pass gets its own order.
+  IndexedTFRecordDataset global_shuffle(ShuffleOptions options = {}) const {
+    IndexedTFRecordDataset out = *this;
+    out.shuffle_ = options;
+    out.seed_ = options.seed ? *options.seed : random_seed();
+    out.passes_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+    return out;
+  }
+
+  detail::IndexedTFRecordIterator make_iterator(const IteratorContext&) const {
+    if (!shuffle_) return {index_, options_, std::nullopt, nullptr, 0};
+    if (!shuffle_->reshuffle_each_iteration) return {index_, options_, seed_, nullptr, 0};
+    const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
+    return {index_, options_, seed_, passes_, pass};
+  }
+
+  /// The index (the files and where each record starts).
+  const TFRecordIndex& index() const noexcept { return *index_; }
+
+  std::int64_t cardinality() const { return static_cast<std::int64_t>(index_->size()); }
+
+  /// The index and the order (a seed drawn from the OS differs between
+  /// processes: such a state restores only into this dataset).
+  void fingerprint(Fingerprint& fp) const {
+    index_->fingerprint(fp);
+    fp.add(shuffle_.has_value());
+    if (shuffle_) fp.add(seed_).add(shuffle_->reshuffle_each_iteration);
+  }
+
+ private:
+  std::shared_ptr<const TFRecordIndex> index_;
+  IndexedTFRecordOptions options_;
+  std::optional<ShuffleOptions> shuffle_;
+  std::uint64_t seed_ = 0;
+  std::shared_ptr<std::atomic<std::uint64_t>> passes_;
+};
+
+/// The records of the TFRecord files `paths` by position: indexes them
+/// (build_tfrecord_index, reading each file once) and reads record by record.
+inline IndexedTFRecordDataset indexed_tfrecord(const FileList& paths,
+                                               IndexedTFRecordOptions options = {}) {
+  return {std::make_shared<const TFRecordIndex>(build_tfrecord_index(paths)), options};
+}
+/// The records of an index built before (build_tfrecord_index).
+inline IndexedTFRecordDataset indexed_tfrecord(TFRecordIndex index,
+                                               IndexedTFRecordOptions options = {}) {
+  return {std::make_shared<const TFRecordIndex>(std::move(index)), options};
+}
+
+}  // namespace ingest
