@@ -4,7 +4,11 @@
 //                       each iteration one save (the state's size in the
 //                       state_bytes counter)
 //   W8/restore/*        Dataset::iterator(state) of a state saved a quarter
-//                       and three quarters into the epoch, until its first batch
+//                       and three quarters into the epoch, until its first
+//                       batch; the state is the second save of the run (as a
+//                       job saving every N steps: the first save, after one
+//                       batch, makes the stages keep what later saves need),
+//                       or with first_save the run's first
 //   W8/read_1_percent   the reference: a fresh W3 pipeline (no shuffle)
 //                       reading 1% of the records, start included
 // Items are saves, restores and 1%-reads, so each ratio says how many times
@@ -84,11 +88,14 @@ void save(benchmark::State& state, Make make) {
 }
 
 template <class Make>
-void restore(benchmark::State& state, Make make, int quarters) {
-  // A state saved `quarters` quarters into the epoch.
+void restore(benchmark::State& state, Make make, int quarters, bool first_save) {
+  // A state saved `quarters` quarters into the epoch: the run's first save,
+  // or (as a job that saves periodically) one after an earlier save.
   const auto ds = make();
   auto it = ds.iterator();
-  for (std::int64_t i = 0; i < batches_in_data() * quarters / 4 + 1; ++i) it.next();
+  it.next();
+  if (!first_save) benchmark::DoNotOptimize(it.save());
+  for (std::int64_t i = 1; i < batches_in_data() * quarters / 4 + 1; ++i) it.next();
   const ingest::IteratorState saved = it.save();
   for (auto _ : state) {
     const auto fresh = make();
@@ -143,13 +150,18 @@ void ingest::bench::register_benchmarks(const Config& config) {
     const std::string at = "/at_" + std::to_string(quarters * 25) + "_percent";
     timed(benchmark::RegisterBenchmark(("W8/restore/no_shuffle" + at).c_str(),
                                        restore<decltype(&without_shuffle)>, &without_shuffle,
-                                       quarters)
+                                       quarters, false)
               ->Iterations(restores));
     timed(benchmark::RegisterBenchmark(("W8/restore/shuffle_10000" + at).c_str(),
-                                       restore<decltype(&with_shuffle)>, &with_shuffle, quarters)
+                                       restore<decltype(&with_shuffle)>, &with_shuffle, quarters,
+                                       false)
+              ->Iterations(restores));
+    timed(benchmark::RegisterBenchmark(("W8/restore/shuffle_10000/first_save" + at).c_str(),
+                                       restore<decltype(&with_shuffle)>, &with_shuffle, quarters,
+                                       true)
               ->Iterations(restores));
     timed(benchmark::RegisterBenchmark(("W8/restore/indexed_global_shuffle" + at).c_str(),
-                                       restore<decltype(&indexed)>, &indexed, quarters)
+                                       restore<decltype(&indexed)>, &indexed, quarters, false)
               ->Iterations(restores));
   }
   set_reference("W8/", "W8/read_1_percent");

@@ -315,3 +315,81 @@ TEST_CASE("elements are written in place, and a failing serializer leaves no byt
   StateReader r2(again.bytes());
   CHECK(r2.read_element<std::string>("test") == "x");
 }
+
+namespace {
+
+// Deferred bytes that count how often they were copied out.
+struct Repeated final : DeferredBytes {
+  std::byte value;
+  std::size_t n;
+  mutable int copies = 0;
+  Repeated(std::byte v, std::size_t count) : value(v), n(count) {}
+  std::size_t size() const noexcept override { return n; }
+  void copy_to(std::byte* out) const noexcept override {
+    ++copies;
+    for (std::size_t i = 0; i < n; ++i) out[i] = value;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("deferred parts are shared until the state is written out", "[core][state]") {
+  // What the same writes give with the deferred parts written as bytes.
+  const auto flat = [](std::size_t a, std::size_t b) {
+    StateWriter w;
+    w.section("outer", [&] {
+      w.write_u64(1);
+      w.section("inner", [&] {
+        w.write_bytes(std::vector<std::byte>(a, std::byte{0xa}));
+        w.write_u64(2);
+        for (std::size_t i = 0; i < b; ++i) w.write_u8(0xb);
+      });
+    });
+    return IteratorState(9, w.bytes());
+  };
+  for (const std::size_t a : {std::size_t{0}, std::size_t{5}}) {
+    for (const std::size_t b : {std::size_t{0}, std::size_t{300}}) {
+      INFO("a " << a << ", b " << b);
+      auto first = std::make_shared<Repeated>(std::byte{0xa}, a);
+      auto second = std::make_shared<Repeated>(std::byte{0xb}, b);
+      StateWriter inner;
+      inner.write_u64(a);
+      inner.write_deferred(first);
+      inner.write_u64(2);
+      inner.write_deferred(second);
+      CHECK(inner.size() == 16 + a + b);
+      CHECK(inner.bytes().size() == 16);  // the deferred parts are not copied in
+      StateWriter w;
+      w.section("outer", [&] {
+        w.write_u64(1);
+        w.write_string("inner");
+        // A section's length counts its deferred parts.
+        w.write_nested(inner);
+      });
+      CHECK(first->copies == 0);
+      const IteratorState state(9, w);
+      CHECK(first->copies == 1);
+      CHECK(second->copies == 1);
+      CHECK(state == flat(a, b));
+      // A copy of the state shares its bytes; the restore reads them in place.
+      const IteratorState copy = state;
+      CHECK(copy.bytes().data() == state.bytes().data());
+      StateReader r(state.payload(), IteratorState::header_bytes, state.storage());
+      CHECK(r.owner() == state.storage());
+      r.section("outer", [&] {
+        CHECK(r.read_u64() == 1);
+        r.section("inner", [&] {
+          CHECK(r.read_span().size() == a);
+          CHECK(r.read_u64() == 2);
+          for (std::size_t i = 0; i < b; ++i) CHECK(r.read_u8() == 0xb);
+        });
+      });
+      r.finish();
+    }
+  }
+  // Prepaid time adds up (the anchors' pacing leaves it out).
+  StateWriter w;
+  w.add_prepaid_ns(5);
+  w.add_prepaid_ns(7);
+  CHECK(w.prepaid_ns() == 12);
+}

@@ -409,7 +409,7 @@ TEST_CASE("checkpoint: positions as stored, and states that do not fit together"
   // Pulled 17; 10 and 12..13 not delivered: low 10, high 12 (what ends at
   // 17 is pending anyway), one range.
   StateWriter w;
-  const std::vector<std::byte> none;
+  const StateWriter none;
   detail::write_position(w, 4, none, 17, {{12, 17}, {10, 11}});
   struct Idle {
     void restore(StateReader&) {}
@@ -450,7 +450,7 @@ TEST_CASE("checkpoint: positions as stored, and states that do not fit together"
   // An anchor after the consumer's position is DataLossError.
   StateWriter bad;
   bad.write_i64(8);
-  bad.write_bytes(none);
+  bad.write_nested(none);
   bad.write_i64(3);
   bad.write_i64(3);
   bad.write_u64(0);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "support/testing.hpp"
@@ -168,4 +171,50 @@ TEST_CASE("after a parallel map, a failing element surfaces at its shuffled posi
     }
   }
   CHECK(calls == 50);  // once per element
+}
+
+TEST_CASE("a restored buffer is read as drawn, saved as it is, and restores again",
+          "[stages][shuffle][checkpoint]") {
+  // Strings of many sizes (an empty one too), over two reshuffled passes.
+  const auto make = [] {
+    return range(0, 300)
+        .map([](std::int64_t x) {
+          return std::string(static_cast<std::size_t>(x % 41), 'a') + std::to_string(x);
+        })
+        .shuffle(64, {.seed = 3})
+        .repeat(2);
+  };
+  auto reference = make().iterator();
+  std::vector<std::string> full;
+  while (auto x = reference.next()) full.push_back(*x);
+  REQUIRE(full.size() == 600);
+  for (const std::size_t k : {0, 1, 63, 64, 65, 200, 299, 300, 301, 599, 600}) {
+    INFO("saved after " << k);
+    auto it = make().iterator();
+    for (std::size_t i = 0; i < k; ++i) REQUIRE(it.next());
+    const ingest::IteratorState state = it.save();
+    // A restored iterator saved at once gives the same state: the buffer's
+    // bytes are kept as they were read.
+    auto restored = make().iterator(state);
+    CHECK(restored.save() == state);
+    // Hops: restore, 37 elements, save, restore again...: the elements are
+    // the uninterrupted pass's.
+    std::vector<std::string> got(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(k));
+    ingest::IteratorState hop = state;
+    for (;;) {
+      auto next = make().iterator(hop);
+      bool ended = false;
+      for (int i = 0; i < 37; ++i) {
+        auto x = next.next();
+        if (!x) {
+          ended = true;
+          break;
+        }
+        got.push_back(*x);
+      }
+      if (ended) break;
+      hop = next.save();
+    }
+    CHECK(got == full);
+  }
 }

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -102,8 +103,23 @@ namespace detail {
 }
 }  // namespace detail
 
+/// Bytes of a known size that a state refers to and copies only when it is
+/// written out (StateWriter::write_deferred): what a stage keeps serialized
+/// from one save to the next (shuffle's buffer), so that a save shares it
+/// instead of copying it. Immutable once made; read from any thread.
+class DeferredBytes {
+ public:
+  virtual ~DeferredBytes() = default;
+  /// The number of bytes.
+  virtual std::size_t size() const noexcept = 0;
+  /// Writes exactly size() bytes to `out`.
+  virtual void copy_to(std::byte* out) const noexcept = 0;
+};
+
 /// Writes a state's payload: fixed-width little-endian fields, length-prefixed
-/// strings, and one nested section per stage.
+/// strings, and one nested section per stage. Parts written with
+/// write_deferred are held by reference until the payload is copied out
+/// (copy_to, IteratorState's constructor).
 class StateWriter {
  public:
   void write_u8(std::uint8_t v) { detail::put_le(out_, v, 1); }
@@ -152,12 +168,44 @@ class StateWriter {
     write_string(stage);
     const std::size_t length_at = out_.size();
     write_u64(0);
-    const std::size_t start = out_.size();
+    const std::size_t start = size();
     std::forward<F>(body)();
-    patch_u64(length_at, out_.size() - start);
+    patch_u64(length_at, size() - start);
   }
 
-  std::size_t size() const noexcept { return out_.size(); }
+  /// Appends `bytes`' bytes (no length), held by reference until copied out.
+  void write_deferred(std::shared_ptr<const DeferredBytes> bytes) {
+    deferred_size_ += bytes->size();
+    deferred_.push_back({out_.size(), std::move(bytes)});
+  }
+  /// Writes what `nested` wrote as one length-prefixed field (as
+  /// write_bytes would its copy), sharing its deferred parts.
+  void write_nested(const StateWriter& nested) {
+    write_u64(nested.size());
+    const std::size_t base = out_.size();
+    out_.insert(out_.end(), nested.out_.begin(), nested.out_.end());
+    for (const Deferred& d : nested.deferred_) deferred_.push_back({base + d.at, d.bytes});
+    deferred_size_ += nested.deferred_size_;
+  }
+  /// Copies the payload, deferred parts included, to `out` (size() bytes).
+  void copy_to(std::byte* out) const noexcept {
+    std::size_t from = 0;
+    for (const Deferred& d : deferred_) {
+      if (d.at > from) std::memcpy(out, out_.data() + from, d.at - from);
+      out += d.at - from;
+      d.bytes->copy_to(out);
+      out += d.bytes->size();
+      from = d.at;
+    }
+    if (out_.size() > from) std::memcpy(out, out_.data() + from, out_.size() - from);
+  }
+  /// Time spent on work that later saves will not repeat (serializing
+  /// elements kept for them): the anchors' pacing leaves it out.
+  void add_prepaid_ns(std::int64_t ns) noexcept { prepaid_ns_ += ns; }
+  std::int64_t prepaid_ns() const noexcept { return prepaid_ns_; }
+
+  /// The payload's size, deferred parts included.
+  std::size_t size() const noexcept { return out_.size() + deferred_size_; }
   /// Room for `n` bytes in all (a state about as large as the last one).
   void reserve(std::size_t n) { out_.reserve(n); }
   /// Writes into `buffer`'s storage (cleared; its capacity is kept): a
@@ -166,7 +214,10 @@ class StateWriter {
     out_ = std::move(buffer);
     out_.clear();
   }
+  /// The bytes written here, without the deferred parts (the whole payload
+  /// when write_deferred was not used; see copy_to).
   const std::vector<std::byte>& bytes() const& noexcept { return out_; }
+  /// The storage of bytes(), for reuse; the deferred parts are dropped.
   std::vector<std::byte> take() && noexcept { return std::move(out_); }
 
  private:
@@ -189,7 +240,15 @@ class StateWriter {
     for (int i = 0; i < 8; ++i) out_[at + i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
   }
 
+  struct Deferred {
+    std::size_t at;  // where in out_ its bytes go (before out_[at])
+    std::shared_ptr<const DeferredBytes> bytes;
+  };
+
   std::vector<std::byte> out_;
+  std::vector<Deferred> deferred_;  // in order of `at`
+  std::size_t deferred_size_ = 0;
+  std::int64_t prepaid_ns_ = 0;
 };
 
 /// Reads a payload StateWriter wrote. Every read is bounds-checked against
@@ -198,8 +257,15 @@ class StateWriter {
 /// offset).
 class StateReader {
  public:
-  explicit StateReader(std::span<const std::byte> payload, std::uint64_t base = 0)
-      : data_(payload), limit_(payload.size()), base_(base) {}
+  /// `owner`, if given, keeps `payload` alive (IteratorState::storage()):
+  /// a stage may then keep parts of it after the restore (owner()).
+  explicit StateReader(std::span<const std::byte> payload, std::uint64_t base = 0,
+                       std::shared_ptr<const void> owner = nullptr)
+      : data_(payload), limit_(payload.size()), base_(base), owner_(std::move(owner)) {}
+
+  /// What keeps the bytes alive, or null: spans from read_span() may then be
+  /// kept as long as it is held.
+  const std::shared_ptr<const void>& owner() const noexcept { return owner_; }
 
   std::uint8_t read_u8() { return static_cast<std::uint8_t>(read_le(1, "u8")); }
   std::uint32_t read_u32() { return static_cast<std::uint32_t>(read_le(4, "u32")); }
@@ -363,6 +429,7 @@ class StateReader {
   std::size_t pos_ = 0;
   std::size_t limit_;  // end of the current section
   std::uint64_t base_;
+  std::shared_ptr<const void> owner_;
 };
 
 /// A saved iterator: bytes with a magic, a format version, the pipeline's
@@ -374,17 +441,24 @@ class IteratorState {
   static constexpr std::size_t header_bytes = 24;
   static constexpr std::size_t crc_bytes = 4;
 
-  IteratorState() : IteratorState(0, {}) {}
+  IteratorState() : IteratorState(0, std::span<const std::byte>{}) {}
   /// A state of `payload` (what the stages wrote) for the pipeline `fingerprint`.
   IteratorState(std::uint64_t fingerprint, std::span<const std::byte> payload) {
-    bytes_.reserve(header_bytes + payload.size() + crc_bytes);
-    for (char c : std::string_view("INGS")) bytes_.push_back(static_cast<std::byte>(c));
-    detail::put_le(bytes_, format_version, 4);
-    detail::put_le(bytes_, fingerprint, 8);
-    detail::put_le(bytes_, payload.size(), 8);
-    bytes_.insert(bytes_.end(), payload.begin(), payload.end());
-    detail::put_le(bytes_, crc32c(bytes_.data(), bytes_.size()), 4);
+    std::vector<std::byte> bytes = start(fingerprint, payload.size());
+    bytes.insert(bytes.end(), payload.begin(), payload.end());
+    finish(std::move(bytes));
   }
+  /// A state of what `payload` wrote, its deferred parts copied in.
+  IteratorState(std::uint64_t fingerprint, const StateWriter& payload) {
+    std::vector<std::byte> bytes = start(fingerprint, payload.size());
+    const std::size_t at = bytes.size();
+    bytes.resize(at + payload.size());
+    payload.copy_to(bytes.data() + at);
+    finish(std::move(bytes));
+  }
+  // Copies share the (immutable) bytes; a moved-from state keeps them too.
+  IteratorState(const IteratorState&) = default;
+  IteratorState& operator=(const IteratorState&) = default;
 
   /// Parses and validates `bytes`: magic, version, length and CRC. Throws
   /// DataLossError naming what is wrong and its byte offset.
@@ -421,26 +495,43 @@ class IteratorState {
       detail::throw_state_error("CRC-32C mismatch (corrupted state)", crc_at);
     }
     IteratorState s;
-    s.bytes_.assign(bytes.begin(), bytes.end());
+    s.bytes_ = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
     return s;
   }
 
   /// The whole state, as write_state stores it.
-  std::span<const std::byte> bytes() const noexcept { return bytes_; }
+  std::span<const std::byte> bytes() const noexcept { return *bytes_; }
   /// The fingerprint of the pipeline it was saved from.
-  std::uint64_t fingerprint() const noexcept { return detail::get_le(bytes_.data() + 8, 8); }
+  std::uint64_t fingerprint() const noexcept { return detail::get_le(bytes_->data() + 8, 8); }
   /// What the stages wrote (StateReader's input).
   std::span<const std::byte> payload() const noexcept {
-    return std::span(bytes_).subspan(header_bytes, bytes_.size() - header_bytes - crc_bytes);
+    return std::span(*bytes_).subspan(header_bytes, bytes_->size() - header_bytes - crc_bytes);
   }
-  std::size_t size() const noexcept { return bytes_.size(); }
+  std::size_t size() const noexcept { return bytes_->size(); }
+  /// What keeps bytes() alive: a restore shares it with what it keeps of
+  /// the state (shuffle's buffered elements, deserialized when drawn).
+  std::shared_ptr<const void> storage() const noexcept { return bytes_; }
 
   friend bool operator==(const IteratorState& a, const IteratorState& b) {
-    return a.bytes_ == b.bytes_;
+    return *a.bytes_ == *b.bytes_;
   }
 
  private:
-  std::vector<std::byte> bytes_;
+  static std::vector<std::byte> start(std::uint64_t fingerprint, std::size_t payload_size) {
+    std::vector<std::byte> bytes;
+    bytes.reserve(header_bytes + payload_size + crc_bytes);
+    for (char c : std::string_view("INGS")) bytes.push_back(static_cast<std::byte>(c));
+    detail::put_le(bytes, format_version, 4);
+    detail::put_le(bytes, fingerprint, 8);
+    detail::put_le(bytes, payload_size, 8);
+    return bytes;
+  }
+  void finish(std::vector<std::byte> bytes) {
+    detail::put_le(bytes, crc32c(bytes.data(), bytes.size()), 4);
+    bytes_ = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+  }
+
+  std::shared_ptr<const std::vector<std::byte>> bytes_;  // never null
 };
 
 }  // namespace ingest

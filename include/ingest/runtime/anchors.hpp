@@ -34,6 +34,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -115,9 +116,8 @@ struct Replay {
 /// Writes a stage's position (the layout at the top of this file); `pending`:
 /// the ranges of pulled positions below `pulled` not yet delivered, in any
 /// order (a deterministic stage has one: [consumer's position, pulled)).
-inline void write_position(StateWriter& w, std::int64_t anchor,
-                           std::span<const std::byte> anchor_bytes, std::int64_t pulled,
-                           std::vector<PositionRange> pending) {
+inline void write_position(StateWriter& w, std::int64_t anchor, const StateWriter& anchor_state,
+                           std::int64_t pulled, std::vector<PositionRange> pending) {
   std::erase_if(pending, [](const PositionRange& r) { return r.begin >= r.end; });
   std::sort(pending.begin(), pending.end(),
             [](const PositionRange& a, const PositionRange& b) { return a.begin < b.begin; });
@@ -137,7 +137,7 @@ inline void write_position(StateWriter& w, std::int64_t anchor,
   }
   const std::int64_t low = merged.empty() ? high : merged.front().begin;
   w.write_i64(anchor);
-  w.write_bytes(anchor_bytes);
+  w.write_nested(anchor_state);
   w.write_i64(low);
   w.write_i64(high);
   w.write_u64(merged.size());
@@ -166,7 +166,7 @@ Replay read_position(StateReader& r, It& input, std::string_view stage) {
   const std::uint64_t at = r.offset();
   replay.anchor = r.read_i64();
   const std::uint64_t bytes_at = r.offset() + 8;
-  const std::vector<std::byte> bytes = r.read_bytes();
+  const std::span<const std::byte> bytes = r.read_span();
   replay.low = r.read_i64();
   replay.high = r.read_i64();
   const std::uint64_t n = r.read_u64();
@@ -188,7 +188,7 @@ Replay read_position(StateReader& r, It& input, std::string_view stage) {
     last = p.end;
     replay.pending.push_back(p);
   }
-  StateReader anchor(bytes, bytes_at);
+  StateReader anchor(bytes, bytes_at, r.owner());
   input.restore(anchor);
   anchor.finish();
   return replay;
@@ -231,6 +231,8 @@ class Anchors {
         last_end_ns_(o.last_end_ns_),
         last_pulled_(o.last_pulled_),
         last_bytes_(o.last_bytes_),
+        watch_(std::move(o.watch_)),
+        seen_(o.seen_),
         anchors_(std::move(o.anchors_)),
         failure_(std::move(o.failure_)) {}
   Anchors& operator=(Anchors&&) = delete;
@@ -240,6 +242,24 @@ class Anchors {
   /// Puller: pulls between anchors from the next take() on (a stage whose
   /// window changes: about the inputs it has in flight).
   void set_every(std::int64_t every) noexcept { every_ = std::max<std::int64_t>(every, 1); }
+
+  /// Before the first pull: once `checkpointed` (the pipeline's
+  /// Model::checkpointed, detail::checkpoint_flag) is set, by its first
+  /// save or restore, poll() makes an anchor due at once, whatever the
+  /// pacing: the stages that start keeping state for cheap saves then
+  /// (shuffle's serialized buffer) are anchored from there on, not after the
+  /// long interval their earlier, costly saves set.
+  void watch(std::shared_ptr<const std::atomic<bool>> checkpointed) noexcept {
+    watch_ = std::move(checkpointed);
+  }
+  /// Puller, now and then (per pull, or per stretch of inline pulls; not
+  /// on a per-element path): see watch().
+  void poll(std::int64_t pulled) noexcept {
+    if (watch_ && !seen_ && watch_->load(std::memory_order_relaxed)) {
+      seen_ = true;
+      next_ = std::min(next_, pulled);
+    }
+  }
 
   /// Puller: an anchor is due before pulling the input at `pulled`.
   bool due(std::int64_t pulled) const noexcept { return pulled >= next_; }
@@ -266,23 +286,26 @@ class Anchors {
         w.reserve(last_bytes_ + last_bytes_ / 8);
       }
       input.save(w);
-      auto bytes = std::make_shared<std::vector<std::byte>>(std::move(w).take());
-      last_bytes_ = bytes->size();
+      last_bytes_ = w.bytes().size();
+      // Work done once for all later saves (elements serialized to be
+      // kept) is not this anchor's cost.
       const std::int64_t end = now_ns();
-      interval_ = paced_interval(pulled, start, end);
+      interval_ = paced_interval(pulled, std::min(start + w.prepaid_ns(), end), end);
       next_ = pulled + interval_;
+      auto state = std::make_shared<StateWriter>(std::move(w));
       std::lock_guard lock(mu_);
-      anchors_.push_back({pulled, std::move(bytes)});
+      anchors_.push_back({pulled, std::move(state)});
       std::size_t keep = 0;
       for (std::size_t i = 0; i < anchors_.size(); ++i)
         if (anchors_[i].position <= low) keep = i;
       for (std::size_t i = 0; i < keep; ++i) {
         // Nobody else holds it (write() takes and drops its copy of the
         // pointer under this lock): its storage is the next spare.
-        std::shared_ptr<std::vector<std::byte>>& old = anchors_[i].bytes;
-        if (old.use_count() == 1 && old->capacity() >= spare_.capacity() &&
-            old->capacity() >= (std::size_t{1} << 16)) {
-          spare_ = std::move(*old);
+        std::shared_ptr<StateWriter>& old = anchors_[i].state;
+        const std::size_t capacity = old->bytes().capacity();
+        if (old.use_count() == 1 && capacity >= spare_.capacity() &&
+            capacity >= (std::size_t{1} << 16)) {
+          spare_ = std::move(*old).take();
         }
       }
       anchors_.erase(anchors_.begin(), anchors_.begin() + static_cast<std::ptrdiff_t>(keep));
@@ -310,7 +333,7 @@ class Anchors {
     // Shared, not copied: the lock is held for a pointer's copy, never for
     // the bytes of a large state (a shuffle buffer's), so the puller's next
     // take() does not wait on this save.
-    std::shared_ptr<const std::vector<std::byte>> bytes;
+    std::shared_ptr<const StateWriter> state;
     bool found = false;
     std::exception_ptr failure;
     {
@@ -318,7 +341,7 @@ class Anchors {
       for (auto a = anchors_.rbegin(); a != anchors_.rend(); ++a) {
         if (a->position <= low) {
           position = a->position;
-          bytes = a->bytes;
+          state = a->state;
           found = true;
           break;
         }
@@ -327,19 +350,19 @@ class Anchors {
     }
     if (!found) {
       if (failure) std::rethrow_exception(failure);
-      StateWriter now;
-      save_now(now);
+      auto now = std::make_shared<StateWriter>();
+      save_now(*now);
       position = pulled;
-      bytes = std::make_shared<const std::vector<std::byte>>(std::move(now).take());
+      state = std::move(now);
     }
     // The reference goes under the lock, so that take() sees it gone (and
     // may recycle the storage) only after these reads of the bytes.
     const auto release = [&]() noexcept {
       std::lock_guard lock(mu_);
-      bytes.reset();
+      state.reset();
     };
     try {
-      write_position(w, position, *bytes, pulled, std::move(pending));
+      write_position(w, position, *state, pulled, std::move(pending));
     } catch (...) {
       release();
       throw;
@@ -351,8 +374,10 @@ class Anchors {
   struct Anchor {
     std::int64_t position = 0;
     // The input's state; never changed once taken (shared with a write()
-    // in progress, and recycled as spare_ only when no one else holds it).
-    std::shared_ptr<std::vector<std::byte>> bytes;
+    // in progress, and its storage recycled as spare_ only when no one else
+    // holds it). Its deferred parts are shared with the stages that wrote
+    // them (shuffle's serialized buffer), never changed either.
+    std::shared_ptr<StateWriter> state;
   };
 
   // Pulls to the next anchor: every_, or more where saving the input costs
@@ -379,6 +404,8 @@ class Anchors {
   std::int64_t next_;      // the position at which the next anchor is due
   std::int64_t last_end_ns_ = 0, last_pulled_ = 0;  // the last anchor's end, and where
   std::size_t last_bytes_ = 0;                      // the last anchor's size
+  std::shared_ptr<const std::atomic<bool>> watch_;  // the pipeline's checkpointed flag
+  bool seen_ = false;                               // ... set at an anchor already
   mutable std::mutex mu_;
   std::deque<Anchor> anchors_;    // oldest first
   std::vector<std::byte> spare_;  // a dropped anchor's storage (64 KiB or more), for the next

@@ -459,6 +459,10 @@ class Model {
 
   /// Checkpoints: the last state's size and how long its save() took.
   std::atomic<std::int64_t> saves{0}, last_state_bytes{0}, last_save_ns{0};
+  /// Set by the pipeline's first save() or restore: from then on the
+  /// stages keep what makes later states quick to restore (shuffle's
+  /// serialized buffer), and the anchors take one at once (anchors.hpp).
+  std::atomic<bool> checkpointed{false};
 
   std::string trace_path;  // written when the pipeline iterator is destroyed
   std::function<void(const PipelineStats&)> on_progress;  // see PipelineOptions
@@ -507,6 +511,14 @@ inline void trace_work(StageNode* node, std::int64_t start_ns, std::int64_t end_
   if (!node || !node->model() || !node->model()->tracing()) return;
   node->model()->trace(
       {node->name() + " (work)", 'X', start_ns, end_ns - start_ns, thread_number(), {}});
+}
+
+/// The pipeline's Model::checkpointed flag, sharing the model's ownership
+/// (null without a model).
+inline std::shared_ptr<const std::atomic<bool>> checkpoint_flag(
+    const std::shared_ptr<Model>& model) {
+  if (!model) return nullptr;
+  return {model, &model->checkpointed};
 }
 
 }  // namespace ingest::detail

@@ -85,6 +85,9 @@ class PipelineIterator {
   /// Unimplemented naming the first stage that cannot be saved yet.
   IteratorState save() const {
     const std::int64_t start = detail::now_ns();
+    // From the first save on, the stages keep what makes states quick to
+    // restore (Model::checkpointed).
+    if (model_) model_->checkpointed.store(true, std::memory_order_relaxed);
     StateWriter w;
     // The stages' names and parameters first: a restore into another
     // pipeline names the first stage that differs.
@@ -97,7 +100,7 @@ class PipelineIterator {
       }
     });
     it_.save(w);
-    IteratorState state(fingerprint(), w.bytes());
+    IteratorState state(fingerprint(), w);
     if (model_) {  // stats() shows the last state's size and save time
       model_->last_state_bytes.store(static_cast<std::int64_t>(state.bytes().size()),
                                      std::memory_order_relaxed);
@@ -116,7 +119,7 @@ class PipelineIterator {
   /// this). A state of another pipeline is InvalidArgument naming the first
   /// stage that differs.
   void restore(const IteratorState& state) {
-    StateReader r(state.payload(), IteratorState::header_bytes);
+    StateReader r(state.payload(), IteratorState::header_bytes, state.storage());
     std::vector<detail::StageDescription> saved;
     r.section("pipeline", [&] {
       const std::uint64_t at = r.offset();
@@ -136,6 +139,7 @@ class PipelineIterator {
     });
     if (state.fingerprint() != fingerprint() || saved != description())
       throw_other_pipeline(state, saved);
+    if (model_) model_->checkpointed.store(true, std::memory_order_relaxed);
     it_.restore(r);
     r.finish();
   }

@@ -257,8 +257,14 @@ class Prefetcher {
   }
 
   /// Checkpoints: the producer anchors its input every `every` pulls (call
-  /// before start()).
-  void enable_anchors(std::int64_t every) { shared_->anchors.emplace(every, shared_->base); }
+  /// before start()), and at once when `checkpointed` is set (the
+  /// pipeline's first save or restore; Anchors::watch).
+  void enable_anchors(std::int64_t every,
+                      std::shared_ptr<const std::atomic<bool>> checkpointed = nullptr) {
+    shared_->anchors.emplace(every, shared_->base);
+    shared_->anchors->watch(checkpointed);
+    shared_->checkpointed = std::move(checkpointed);
+  }
 
   /// The consumer's position (see runtime/anchors.hpp); between calls of
   /// next(), with anchors enabled. Locks the anchor queue only.
@@ -279,6 +285,7 @@ class Prefetcher {
     skip_inputs(*s.input, replay.low - replay.anchor, stage);
     s.base = replay.low;
     s.anchors.emplace(s.anchors->every(), s.base);
+    s.anchors->watch(s.checkpointed);
   }
 
   /// After stop_and_join(), with every produced element taken (not ended):
@@ -488,6 +495,7 @@ class Prefetcher {
     void anchor_if_due() noexcept {
       const std::int64_t pulled =
           base + static_cast<std::int64_t>(tail.load(std::memory_order_relaxed));
+      anchors->poll(pulled);
       if (anchors->due(pulled)) [[unlikely]] {
         anchors->take(*input, pulled,
                       base + static_cast<std::int64_t>(head.load(std::memory_order_relaxed)));
@@ -559,11 +567,12 @@ class Prefetcher {
     const std::atomic<std::int64_t>* limit;
     StageNode* node;
     Runtime* runtime;
-    std::uint32_t bursts = 0;                      // producer's: pull_burst calls
-    std::optional<Anchors> anchors;                // checkpoints (enable_anchors)
-    std::int64_t base = 0;                         // the input position of ring position 0
-    alignas(64) std::atomic<std::size_t> head{0};  // consumer position
-    alignas(64) std::atomic<std::size_t> tail{0};  // producer position
+    std::uint32_t bursts = 0;                               // producer's: pull_burst calls
+    std::optional<Anchors> anchors;                         // checkpoints (enable_anchors)
+    std::shared_ptr<const std::atomic<bool>> checkpointed;  // ... the pipeline's flag
+    std::int64_t base = 0;                                  // the input position of ring position 0
+    alignas(64) std::atomic<std::size_t> head{0};           // consumer position
+    alignas(64) std::atomic<std::size_t> tail{0};           // producer position
     Notifier not_empty, not_full, exit_signal;
     std::atomic<bool> cancelled{false};
     std::atomic<bool> exited{false};
@@ -630,7 +639,8 @@ class PrefetchIterator {
   /// storage), for checkpoint errors.
   PrefetchIterator(InputIt input, std::size_t capacity, std::shared_ptr<Runtime> runtime,
                    detail::StageNode* node = nullptr, CancellationSource cancel = {},
-                   std::string_view stage = "prefetch")
+                   std::string_view stage = "prefetch",
+                   std::shared_ptr<const std::atomic<bool>> checkpointed = nullptr)
       : runtime_(std::move(runtime)), cancel_(std::move(cancel)), stage_(stage) {
     if (capacity == 0) {
       direct_.emplace(std::move(input));
@@ -642,7 +652,7 @@ class PrefetchIterator {
         // (anchors.hpp): batches of costly elements are anchored each, so a
         // restore recomputes almost nothing; cheap elements every few
         // hundred or thousand.
-        prefetcher_->enable_anchors(1);
+        prefetcher_->enable_anchors(1, std::move(checkpointed));
       }
     }
   }
@@ -660,7 +670,7 @@ class PrefetchIterator {
     if (direct_) {
       StateWriter now;
       direct_->save(now);
-      detail::write_position(w, 0, now.bytes(), 0, {});
+      detail::write_position(w, 0, now, 0, {});
     } else {
       prefetcher_->save_position(w);
     }

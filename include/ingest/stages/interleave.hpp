@@ -216,7 +216,7 @@ class InterleaveIterator {
     } else {
       StateWriter now;
       e.direct->save(now);
-      detail::write_position(w, 0, now.bytes(), 0, {});
+      detail::write_position(w, 0, now, 0, {});
     }
   }
 
@@ -249,7 +249,7 @@ class InterleaveIterator {
     e.fetcher.emplace(std::move(it), fetcher_capacity(), *runtime_, &shared_->gate,
                       &shared_->any_ready);
     if constexpr (checkpointable_iterator<InnerIt>) {
-      e.fetcher->enable_anchors(1);
+      e.fetcher->enable_anchors(1, detail::checkpoint_flag(ctx_.model));
     }
     e.fetcher->start();
   }

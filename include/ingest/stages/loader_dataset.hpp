@@ -73,7 +73,7 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
     return PrefetchIterator<Step>(
         Step(child_iterator(input_, inner), std::move(shared), std::move(engine), depth, knob),
         static_cast<std::size_t>(capacity), runtime, ctx.node, std::move(cancel),
-        Backend::stage_name);
+        Backend::stage_name, checkpoint_flag(ctx.model));
   }
 
  private:

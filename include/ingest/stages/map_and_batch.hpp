@@ -74,6 +74,7 @@ class MapAndBatchIterator {
                     chunks_per_batch(batch_size, parallelism, *runtime_of(ctx)),
                 batch_size, Compute{std::move(f), cancel_}, parallelism, deterministic,
                 runtime_of(ctx), ctx.node) {
+    anchors_.watch(detail::checkpoint_flag(ctx.model));
     // An infinite input fills every batch: the inputs of one must fit too
     // (a finite or unknown one allocates by what arrives).
     if (infinite_input) {
@@ -261,7 +262,10 @@ class MapAndBatchIterator {
         (4 * parallelism_bound(parallelism, runtime) + batch_size - 1) / batch_size, 2, 64);
   }
 
-  void replan() { inline_ = engine_.replan(); }
+  void replan() {
+    anchors_.poll(next_index_);  // the pipeline's first save or restore: anchor now
+    inline_ = engine_.replan();
+  }
 
   // Inline, when the source can apply f in its own fill loop: the sequential
   // map -> batch path, one pass writing straight into the batch buffer. While

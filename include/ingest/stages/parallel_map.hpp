@@ -47,13 +47,16 @@ class ParallelMapIterator {
   /// `node` (may be null) holds the parallelism knob and receives the
   /// function's measured time.
   /// (`fn`, not `f`: a function pointer named f would shadow f() for -Wshadow.)
+  /// `checkpointed`: the pipeline's flag (Anchors::watch).
   ParallelMapIterator(InputIt input, F fn, std::size_t parallelism, bool deterministic,
-                      std::shared_ptr<Runtime> runtime, detail::StageNode* node = nullptr)
+                      std::shared_ptr<Runtime> runtime, detail::StageNode* node = nullptr,
+                      std::shared_ptr<const std::atomic<bool>> checkpointed = nullptr)
       : input_(std::move(input)),
         engine_(slots(parallelism, *runtime), 1024, Compute{std::move(fn)}, parallelism,
                 deterministic, runtime, node),  // a copy: `*runtime` is read in the same call
         node_(node) {
     inflight_.reserve(engine_.slots());
+    anchors_.watch(std::move(checkpointed));
   }
   ParallelMapIterator(ParallelMapIterator&&) noexcept = default;
   ParallelMapIterator& operator=(ParallelMapIterator&&) = delete;
@@ -166,6 +169,7 @@ class ParallelMapIterator {
   const F& f() const noexcept { return engine_.compute().f; }
 
   void replan() {
+    anchors_.poll(next_index_);  // the pipeline's first save or restore: anchor now
     // Replaying (after a restore) goes through chunks, whose results are
     // filtered at hand-out.
     inline_ = engine_.replan() && next_index_ >= replay_.high;
@@ -360,9 +364,9 @@ class ParallelMapDataset
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     const std::size_t parallelism = detail::configure_parallelism(ctx, options_.parallelism);
-    return ParallelMapIterator<It, F>(std::move(input), f_, parallelism,
-                                      options_.deterministic.value_or(ctx.deterministic),
-                                      runtime_of(ctx), ctx.node);
+    return ParallelMapIterator<It, F>(
+        std::move(input), f_, parallelism, options_.deterministic.value_or(ctx.deterministic),
+        runtime_of(ctx), ctx.node, detail::checkpoint_flag(ctx.model));
   }
 
   const F& function() const noexcept { return f_; }

@@ -62,7 +62,8 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
     CancellationSource cancel(ctx.cancellation);
     const IteratorContext inner = ctx.cancellable_by(cancel);
     return PrefetchIterator<detail::child_iterator_t<Input>>(
-        detail::child_iterator(input_, inner), capacity, runtime, ctx.node, std::move(cancel));
+        detail::child_iterator(input_, inner), capacity, runtime, ctx.node, std::move(cancel),
+        "prefetch", detail::checkpoint_flag(ctx.model));
   }
 
   std::int64_t cardinality() const { return detail::cardinality_of(input_); }

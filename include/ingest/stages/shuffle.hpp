@@ -18,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,7 +29,9 @@
 #include "ingest/core/logging.hpp"
 #include "ingest/core/random.hpp"
 #include "ingest/core/state.hpp"
+#include "ingest/runtime/model.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/serialized_buffer.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
@@ -42,23 +45,29 @@ class ShuffleIterator {
 
   /// `passes`, where the dataset reshuffles each pass: its pass counter,
   /// this iterator's pass being `pass` (a restore moves the counter on).
+  /// `checkpointed` (the pipeline's Model::checkpointed): once set, saves
+  /// keep the buffer serialized (runtime/serialized_buffer.hpp).
   ShuffleIterator(InputIt input, std::size_t buffer_size, std::uint64_t seed,
                   CancellationToken cancel = {},
                   std::shared_ptr<std::atomic<std::uint64_t>> passes = nullptr,
-                  std::uint64_t pass = 0)
+                  std::uint64_t pass = 0,
+                  std::shared_ptr<const std::atomic<bool>> checkpointed = nullptr)
       : input_(std::move(input)),
         capacity_(buffer_size),
         rng_(seed),
         cancel_(std::move(cancel)),
         passes_(std::move(passes)),
-        pass_(pass) {}
+        pass_(pass),
+        checkpointed_(std::move(checkpointed)) {}
 
   std::optional<value_type> next() {
     deferred_.rethrow_if_any();
     if (!filled_) fill();
     if (buffer_.empty()) return std::nullopt;
     const auto slot = static_cast<std::size_t>(rng_.uniform(buffer_.size()));
-    value_type out = std::move(buffer_[slot]);
+    if (!buffer_[slot]) [[unlikely]]
+      read_kept(slot);
+    value_type out = std::move(*buffer_[slot]);
     std::optional<value_type> refill;
     if (!input_done_) {
       try {
@@ -70,7 +79,11 @@ class ShuffleIterator {
     }
     if (refill) {
       buffer_[slot] = std::move(*refill);
+      if (kept_.active()) [[unlikely]]
+        kept_.replaced(slot);
     } else {
+      if (kept_.active()) [[unlikely]]
+        kept_.removed(slot, buffer_.size());
       if (slot != buffer_.size() - 1) buffer_[slot] = std::move(buffer_.back());
       buffer_.pop_back();
     }
@@ -81,16 +94,26 @@ class ShuffleIterator {
   /// (through ingest::serializer<T>, as tf.data stores them: the state grows
   /// with the buffer) and whether the input ended, then the input. Restore
   /// moves the dataset's pass counter past the saved pass, so the passes
-  /// that follow reshuffle as they would have.
+  /// that follow reshuffle as they would have. From the pipeline's first
+  /// save or restore on, the buffer is kept serialized between saves: a
+  /// save serializes the elements that entered since the last one (each
+  /// element once) and shares the rest, so anchors of a large buffer are
+  /// cheap (runtime/serialized_buffer.hpp).
   void save(StateWriter& w) const requires serializable<value_type> {
     if (deferred_) {
       throw Unimplemented(
           "checkpoint: stage 'shuffle' cannot be saved while an input error is pending",
           {.stage = "shuffle"});
     }
+    if (!kept_.active() && checkpointed_ && checkpointed_->load(std::memory_order_relaxed))
+      kept_.activate();
     const auto& rng = rng_.state();
     w.write(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, buffer_.size());
-    for (const value_type& x : buffer_) w.write_element(x);
+    if (kept_.active()) {
+      kept_.write(w, std::span<const std::optional<value_type>>(buffer_));
+    } else {
+      for (const std::optional<value_type>& x : buffer_) w.write_element(*x);
+    }
     input_.save(w);
   }
   void restore(StateReader& r) requires serializable<value_type> {
@@ -111,15 +134,43 @@ class ShuffleIterator {
                           {.stage = "shuffle", .offset = at});
     }
     rng_.set_state(rng);
+    kept_.clear();
     buffer_.clear();
-    buffer_.reserve(count);
-    for (std::size_t i = 0; i < count; ++i)
-      buffer_.push_back(r.read_element<value_type>("shuffle"));
+    if (r.owner()) {
+      // The state's bytes stay alive: its elements are deserialized when
+      // drawn (the first batch after a restore needs a few of them, not the
+      // whole buffer), and kept for the next save as they are.
+      std::vector<std::span<const std::byte>> elements;
+      elements.reserve(count);
+      for (std::size_t i = 0; i < count; ++i) elements.push_back(r.read_span());
+      buffer_.resize(count);
+      kept_.adopt(r.owner(), std::move(elements));
+    } else {
+      buffer_.reserve(count);
+      for (std::size_t i = 0; i < count; ++i)
+        buffer_.emplace_back(r.read_element<value_type>("shuffle"));
+    }
     if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
     input_.restore(r);
   }
 
  private:
+  // Deserializes the restored element at `slot`; one that cannot be read
+  // leaves the buffer (its error is the element's).
+  // (Only a restore leaves a slot empty, and only values with a serializer restore.)
+  void read_kept(std::size_t slot) {
+    try {
+      if constexpr (serializable<value_type>) {
+        buffer_[slot].emplace(kept_.read<value_type>(slot, "shuffle"));
+      }
+    } catch (...) {
+      kept_.removed(slot, buffer_.size());
+      if (slot != buffer_.size() - 1) buffer_[slot] = std::move(buffer_.back());
+      buffer_.pop_back();
+      throw;
+    }
+  }
+
   void fill() {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
@@ -147,7 +198,12 @@ class ShuffleIterator {
   CancellationToken cancel_;
   std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
   std::uint64_t pass_;
-  std::vector<value_type> buffer_;
+  // Empty slots: elements of a restored state not deserialized yet (kept_).
+  std::vector<std::optional<value_type>> buffer_;
+  // The buffer's serialized form, kept between saves; saves run on the
+  // thread that owns this iterator, between calls of next().
+  mutable detail::SerializedBuffer kept_;
+  std::shared_ptr<const std::atomic<bool>> checkpointed_;
   bool filled_ = false;
   bool input_done_ = false;
   detail::DeferredError deferred_;
@@ -179,7 +235,8 @@ class ShuffleDataset
         options_.reshuffle_each_iteration ? derive_seed(base_seed_, pass) : base_seed_;
     return ShuffleIterator<It>(std::move(input), static_cast<std::size_t>(buffer_size_), seed,
                                ctx.cancellation,
-                               options_.reshuffle_each_iteration ? passes_ : nullptr, pass);
+                               options_.reshuffle_each_iteration ? passes_ : nullptr, pass,
+                               detail::checkpoint_flag(ctx.model));
   }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }

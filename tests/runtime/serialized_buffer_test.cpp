@@ -1,0 +1,177 @@
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ingest/runtime/serialized_buffer.hpp>
+
+using namespace ingest;
+
+namespace {
+
+// A value whose serializer fails for some values.
+struct Picky {
+  std::string text;
+  bool fail = false;
+};
+
+}  // namespace
+
+template <>
+struct ingest::serializer<Picky> {
+  static void write(ByteWriter& w, const Picky& v) {
+    if (v.fail) throw std::runtime_error("cannot write " + v.text);
+    serializer<std::string>::write(w, v.text);
+  }
+  static Picky read(ByteReader& r) { return {serializer<std::string>::read(r)}; }
+  static std::string signature() { return "picky"; }
+};
+
+namespace {
+
+using Slots = std::vector<std::optional<std::string>>;
+
+// What StateWriter::write_element writes for each element, in order.
+std::vector<std::byte> element_bytes(const Slots& slots) {
+  StateWriter w;
+  for (const auto& s : slots) w.write_element(*s);
+  return w.bytes();
+}
+
+// A save through `kept`: the writer, holding the deferred part.
+StateWriter save(detail::SerializedBuffer& kept, const Slots& slots) {
+  StateWriter w;
+  kept.write(w, std::span<const std::optional<std::string>>(slots));
+  return w;
+}
+
+std::vector<std::byte> written(const StateWriter& w) {
+  std::vector<std::byte> out(w.size());
+  w.copy_to(out.data());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kept elements follow the buffer's changes, and earlier saves stay as they were",
+          "[runtime][serialized_buffer]") {
+  std::mt19937_64 rng(20261127);
+  detail::SerializedBuffer kept;
+  kept.activate();
+  Slots slots;
+  int made = 0;
+  // Sizes from empty to past a chunk (4 MiB), mostly small.
+  const auto make = [&] {
+    const std::size_t size = rng() % 50 == 0  ? (std::size_t{5} << 20) + rng() % 100
+                             : rng() % 7 == 0 ? 0
+                                              : rng() % 3000;
+    std::string s(size, static_cast<char>('a' + made % 26));
+    if (!s.empty()) s[0] = static_cast<char>(made % 128);
+    ++made;
+    return s;
+  };
+  for (int i = 0; i < 40; ++i) slots.emplace_back(make());
+  std::vector<std::pair<StateWriter, std::vector<std::byte>>> saves;
+  for (int round = 0; round < 300; ++round) {
+    const int steps = static_cast<int>(rng() % 20);
+    for (int s = 0; s < steps; ++s) {
+      const std::size_t op = rng() % 10;
+      if (op < 6 && !slots.empty()) {  // drawn and refilled
+        const std::size_t slot = rng() % slots.size();
+        slots[slot] = make();
+        kept.replaced(slot);
+      } else if (op < 8 && !slots.empty()) {  // drawn at the end of the input
+        const std::size_t slot = rng() % slots.size();
+        kept.removed(slot, slots.size());
+        if (slot != slots.size() - 1) slots[slot] = std::move(slots.back());
+        slots.pop_back();
+      } else {  // filling
+        slots.emplace_back(make());
+      }
+    }
+    StateWriter w = save(kept, slots);
+    CHECK(w.size() == element_bytes(slots).size());
+    CHECK(written(w) == element_bytes(slots));
+    std::size_t live = 0;
+    for (const auto& s : slots) live += s->size();
+    CHECK(kept.kept_bytes() <= 2 * live + detail::SerializedBuffer::chunk_bytes);
+    saves.emplace_back(std::move(w), element_bytes(slots));
+    if (saves.size() > 8) saves.erase(saves.begin());
+    // The states taken before still give the bytes of their time, after
+    // the changes and compactions since.
+    for (const auto& [state, bytes] : saves) CHECK(written(state) == bytes);
+  }
+}
+
+TEST_CASE("adopted elements are read when drawn and saved as they are",
+          "[runtime][serialized_buffer]") {
+  const Slots original{std::string("one"), std::string(), std::string(10000, 'x'),
+                       std::string("four")};
+  auto storage = std::make_shared<std::vector<std::byte>>(element_bytes(original));
+  std::vector<std::span<const std::byte>> elements;
+  {
+    StateReader r(*storage, 0, storage);
+    for (std::size_t i = 0; i < original.size(); ++i) elements.push_back(r.read_span());
+  }
+  detail::SerializedBuffer kept;
+  kept.adopt(storage, elements);
+  CHECK(kept.active());
+  std::weak_ptr<std::vector<std::byte>> alive = storage;
+  storage.reset();  // kept holds it
+  REQUIRE(!alive.expired());
+  Slots slots(original.size());  // nothing read yet
+  // Saved before anything is read: the bytes as they were.
+  CHECK(written(save(kept, slots)) == element_bytes(original));
+  CHECK(kept.read<std::string>(2, "shuffle") == original[2]);
+  CHECK(kept.read<std::string>(1, "shuffle").empty());
+  slots[2] = original[2];
+  slots[0] = std::string("replaced");
+  kept.replaced(0);
+  kept.removed(3, slots.size());  // "four", the last, drawn at the end of the input
+  slots.pop_back();
+  slots[1] = original[1];
+  Slots now{std::string("replaced"), std::string(), original[2]};
+  std::optional<StateWriter> later = save(kept, slots);
+  CHECK(written(*later) == element_bytes(now));
+  // Compaction copies the adopted bytes: the state's storage is let go then.
+  for (int i = 0; i < 2000; ++i) {
+    slots[0] = std::string(4000, static_cast<char>(i));
+    kept.replaced(0);
+    (void)save(kept, slots);
+  }
+  CHECK(!alive.expired());  // `later` still shares it
+  CHECK(written(*later) == element_bytes(now));
+  later.reset();
+  CHECK(alive.expired());
+}
+
+TEST_CASE("an element whose serializer fails leaves the others kept",
+          "[runtime][serialized_buffer]") {
+  detail::SerializedBuffer kept;
+  kept.activate();
+  std::vector<std::optional<Picky>> slots{Picky{"a"}, Picky{"b", true}, Picky{"c"}};
+  StateWriter w;
+  CHECK_THROWS_WITH(kept.write(w, std::span<const std::optional<Picky>>(slots)), "cannot write b");
+  slots[1] = Picky{"fixed"};
+  kept.replaced(1);
+  StateWriter again;
+  kept.write(again, std::span<const std::optional<Picky>>(slots));
+  std::vector<std::byte> bytes(again.size());
+  again.copy_to(bytes.data());
+  StateReader r(bytes);
+  for (const char* text : {"a", "fixed", "c"}) CHECK(r.read_element<Picky>("test").text == text);
+  r.finish();
+  // Bytes that do not read back are a DataLossError naming the stage.
+  const std::vector<std::byte> junk(3, std::byte{1});
+  auto owner = std::make_shared<std::vector<std::byte>>(junk);
+  detail::SerializedBuffer bad;
+  bad.adopt(owner, {std::span<const std::byte>(*owner)});
+  CHECK_THROWS_AS(bad.read<std::string>(0, "shuffle"), DataLossError);
+}
