@@ -124,6 +124,14 @@ int main(int argc, char** argv) {
   auto it = resume ? pipeline.iterator(ingest::read_state(state_path(ckpt, model.step).string()))
                    : pipeline.iterator();
   if (resume) std::printf("resumed from step %lld\n", static_cast<long long>(model.step));
+  if (!resume) {
+    // A first checkpoint at step 0. From a pipeline's first save on, its
+    // stages keep what makes states quick to restore (a shuffle buffer's
+    // serialized elements), so every later state restores with a short
+    // replay; a state is also there should the job die before step 25.
+    ingest::write_state(state_path(ckpt, 0).string(), it.save());
+    save_model(ckpt / "model", model);
+  }
 
   while (auto batch = it.next()) {
     if (model.step == crash_at) std::raise(SIGKILL);  // a crash: nothing is flushed or saved
