@@ -61,6 +61,19 @@ void reset_to_defaults() {
   storage::detail::register_remote_schemes();
 }
 
+// Points the s3 scheme at the shared SeaweedFS server and returns a new
+// bucket whose name starts with `prefix`.
+std::string use_test_s3(const std::string& prefix) {
+  auto& server = SeaweedS3::shared();
+  const std::string bucket = server.make_bucket(prefix);
+  storage::use_s3(
+      {.region = "us-east-1",
+       .endpoint = server.endpoint(),
+       .credentials = storage::AwsCredentials{.access_key_id = SeaweedS3::kAccessKey,
+                                              .secret_access_key = SeaweedS3::kSecretKey}});
+  return bucket;
+}
+
 }  // namespace
 
 TEST_CASE("including remote.hpp registers http, https and s3", "[remote][registration]") {
@@ -132,13 +145,7 @@ TEST_CASE("use_s3 before the defaults are registered is kept", "[remote][registr
 }
 
 TEST_CASE("image_folder and cache take s3:// URLs", "[remote][registration]") {
-  auto& server = SeaweedS3::shared();
-  const std::string bucket = server.make_bucket("folder");
-  storage::use_s3(
-      {.region = "us-east-1",
-       .endpoint = server.endpoint(),
-       .credentials = storage::AwsCredentials{.access_key_id = SeaweedS3::kAccessKey,
-                                              .secret_access_key = SeaweedS3::kSecretKey}});
+  const std::string bucket = use_test_s3("folder");
   const std::string root = "s3://" + bucket + "/images";
   const auto put = [](const std::string& url, const std::string& bytes) {
     detail::AtomicFileWriter out(url, "test");
@@ -177,13 +184,7 @@ TEST_CASE("image_folder and cache take s3:// URLs", "[remote][registration]") {
 }
 
 TEST_CASE("indexed_tfrecord reads s3:// objects by position", "[remote][registration]") {
-  auto& server = SeaweedS3::shared();
-  const std::string bucket = server.make_bucket("indexed");
-  storage::use_s3(
-      {.region = "us-east-1",
-       .endpoint = server.endpoint(),
-       .credentials = storage::AwsCredentials{.access_key_id = SeaweedS3::kAccessKey,
-                                              .secret_access_key = SeaweedS3::kSecretKey}});
+  const std::string bucket = use_test_s3("indexed");
   std::vector<std::string> urls, records;
   for (int f = 0; f < 3; ++f) {
     const std::string url = "s3://" + bucket + "/shard-" + std::to_string(f) + ".tfrecord";
