@@ -85,7 +85,7 @@ TEST_CASE("kept elements follow the buffer's changes, and earlier saves stay as 
       const std::size_t op = rng() % 10;
       if (op < 6 && !slots.empty()) {  // drawn and refilled
         const std::size_t slot = rng() % slots.size();
-        slots[slot] = make();
+        slots[slot].emplace(make());
         kept.replaced(slot);
       } else if (op < 8 && !slots.empty()) {  // drawn at the end of the input
         const std::size_t slot = rng() % slots.size();
@@ -132,7 +132,7 @@ TEST_CASE("adopted elements are read when drawn and saved as they are",
   CHECK(kept.read<std::string>(2, "shuffle") == original[2]);
   CHECK(kept.read<std::string>(1, "shuffle").empty());
   slots[2] = original[2];
-  slots[0] = std::string("replaced");
+  slots[0].emplace("replaced");
   kept.replaced(0);
   kept.removed(3, slots.size());  // "four", the last, drawn at the end of the input
   slots.pop_back();
@@ -142,7 +142,7 @@ TEST_CASE("adopted elements are read when drawn and saved as they are",
   CHECK(written(*later) == element_bytes(now));
   // Compaction copies the adopted bytes: the state's storage is let go then.
   for (int i = 0; i < 2000; ++i) {
-    slots[0] = std::string(4000, static_cast<char>(i));
+    slots[0].emplace(4000, static_cast<char>(i));
     kept.replaced(0);
     (void)save(kept, slots);
   }
