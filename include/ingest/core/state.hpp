@@ -251,6 +251,28 @@ class StateWriter {
   std::int64_t prepaid_ns_ = 0;
 };
 
+/// A value stored by StateWriter::write_element (its bytes, without the
+/// length): a serializer's error, or bytes it left unread, is a
+/// DataLossError naming `stage` (and `offset`, when known).
+template <serializable T>
+T read_stored(std::span<const std::byte> stored, std::string_view stage,
+              std::optional<std::uint64_t> offset = std::nullopt) {
+  ByteReader bytes(stored);
+  std::optional<T> v;
+  try {
+    v.emplace(serializer<T>::read(bytes));
+  } catch (Error& e) {
+    e.add_context({.stage = std::string(stage), .offset = offset});
+    throw;
+  }
+  if (bytes.remaining() != 0) {
+    throw DataLossError("checkpoint: a stored value of stage '" + std::string(stage) + "' has " +
+                            std::to_string(bytes.remaining()) + " bytes left after it was read",
+                        {.stage = std::string(stage), .offset = offset});
+  }
+  return std::move(*v);
+}
+
 /// Reads a payload StateWriter wrote. Every read is bounds-checked against
 /// the current section; errors are DataLossError naming the byte offset
 /// (counted from the start of the whole state when `base` is its payload's
@@ -317,20 +339,7 @@ class StateReader {
   template <serializable T>
   T read_element(std::string_view stage) {
     const std::uint64_t at = offset();
-    ByteReader bytes(read_span());
-    std::optional<T> v;
-    try {
-      v.emplace(serializer<T>::read(bytes));
-    } catch (Error& e) {
-      e.add_context({.stage = std::string(stage), .offset = at});
-      throw;
-    }
-    if (bytes.remaining() != 0) {
-      throw DataLossError("checkpoint: a stored value of stage '" + std::string(stage) + "' has " +
-                              std::to_string(bytes.remaining()) + " bytes left after it was read",
-                          {.stage = std::string(stage), .offset = at});
-    }
-    return std::move(*v);
+    return read_stored<T>(read_span(), stage, at);
   }
   /// Reads scalar fields StateWriter::write wrote, in the same order. An
   /// unsigned integer narrower than 64 bits that does not fit is an error.

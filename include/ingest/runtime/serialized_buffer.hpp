@@ -89,22 +89,7 @@ class SerializedBuffer {
   /// bytes it left unread, is a DataLossError naming `stage`.
   template <serializable T>
   T read(std::size_t slot, std::string_view stage) const {
-    const Ref& r = refs_[slot];
-    ByteReader bytes(std::span(r.data, r.size));
-    std::optional<T> v;
-    try {
-      v.emplace(serializer<T>::read(bytes));
-    } catch (Error& e) {
-      e.add_context({.stage = std::string(stage)});
-      throw;
-    }
-    if (bytes.remaining() != 0) {
-      throw DataLossError("checkpoint: a stored element of stage '" + std::string(stage) +
-                              "' has " + std::to_string(bytes.remaining()) +
-                              " bytes left after it was read",
-                          {.stage = std::string(stage)});
-    }
-    return std::move(*v);
+    return read_stored<T>(std::span(refs_[slot].data, refs_[slot].size), stage);
   }
 
   /// Writes the elements of `slots` (the whole buffer, in order) to `w` as
