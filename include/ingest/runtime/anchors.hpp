@@ -5,9 +5,11 @@
 //
 // Positions count the input elements the stage pulled (an input error is an
 // element). Every `every` pulls (and before the first) the thread that pulls
-// saves the input's state into an anchor {position, bytes} right before its
-// next pull: a lock of the anchor queue and a small allocation per `every`
-// elements, nothing per element. Anchors no longer needed (older than the
+// saves the input's state into an anchor {position, bytes} between two
+// pulls (a prefetch's producer: right after a pull, before it hands the
+// element over, so that a save just after the consumer takes it finds an
+// anchor at its position): a lock of the anchor queue and a small
+// allocation per `every` elements, nothing per element. Anchors no longer needed (older than the
 // newest one at or before the lowest position not yet delivered) are
 // dropped as new ones come.
 //

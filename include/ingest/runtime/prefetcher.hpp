@@ -474,9 +474,6 @@ class Prefetcher {
     bool pull_burst_unmeasured() {
       static constexpr int burst = 64;
       for (int k = 0; k < burst && !cancelled.load(std::memory_order_acquire); ++k) {
-        if constexpr (checkpointable_iterator<It>) {
-          if (anchors) anchor_if_due();
-        }
         Item item;
         try {
           item.value = input->next();
@@ -484,6 +481,11 @@ class Prefetcher {
           item.error = std::current_exception();
         }
         const bool last = !item.value && !item.error;
+        if constexpr (checkpointable_iterator<It>) {
+          // Before the element is handed over: a save() right after the
+          // consumer takes it finds the anchor at its position (no replay).
+          if (anchors && !last) anchor_if_due();
+        }
         store(std::move(item));
         if (last) return true;
         if (!has_room()) break;
@@ -491,10 +493,11 @@ class Prefetcher {
       return false;
     }
 
-    // Before the pull at ring position tail: the anchor, every so often.
+    // After the pull at ring position tail, before its element is stored:
+    // the anchor at the next pull's position, every so often.
     void anchor_if_due() noexcept {
       const std::int64_t pulled =
-          base + static_cast<std::int64_t>(tail.load(std::memory_order_relaxed));
+          base + static_cast<std::int64_t>(tail.load(std::memory_order_relaxed)) + 1;
       anchors->poll(pulled);
       if (anchors->due(pulled)) [[unlikely]] {
         anchors->take(*input, pulled,
