@@ -1,7 +1,8 @@
 // The serialized form of a stage's buffered elements, kept from one save to
 // the next (shuffle's buffer): a save serializes only the elements that
 // entered the buffer since the last one and shares the bytes of the others
-// with the states that hold them, so it costs about a pointer per element,
+// with the states that hold them. It costs a pointer per 64 elements and a
+// copy of the refs of each 64-slot block that changed since the last save,
 // not a copy of the buffer. The anchors of the stages that run ahead of the
 // consumer (anchors.hpp) can then anchor a large shuffle buffer every few
 // pulls, and a restore replays a few pulls instead of most of an epoch.
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -49,22 +51,26 @@ class SerializedBuffer {
 
   /// The stage's buffer changed: the element at `slot` was replaced by a new one.
   void replaced(std::size_t slot) noexcept {
-    if (slot < refs_.size()) refs_[slot] = {};
+    if (slot < refs_.size()) set(slot, {});
   }
   /// The element at `slot` of a buffer of `size` elements was removed and
   /// the last one moved into its place.
   void removed(std::size_t slot, std::size_t size) noexcept {
     const std::size_t last = size - 1;
     if (last < refs_.size()) {  // then refs_ covers the whole buffer
-      refs_[slot] = refs_[last];
+      set(slot, refs_[last]);
+      set(last, {});
       refs_.pop_back();
     } else if (slot < refs_.size()) {
-      refs_[slot] = {};
+      set(slot, {});
     }
   }
   /// The buffer was replaced (a restore): nothing of it is kept.
   void clear() noexcept {
     refs_.clear();
+    live_ = 0;
+    published_.clear();
+    changed_.clear();
     chunks_.clear();
     adopted_.clear();
     tail_used_ = 0;
@@ -78,10 +84,10 @@ class SerializedBuffer {
     clear();
     active_ = true;
     adopted_.push_back(std::move(owner));
-    refs_.reserve(elements.size());
-    for (const std::span<const std::byte> e : elements) {
-      refs_.push_back({e.data(), e.size()});
-      used_ += e.size();
+    grow(elements.size());
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      set(i, {elements[i].data(), elements[i].size()});
+      used_ += elements[i].size();
     }
   }
 
@@ -96,23 +102,39 @@ class SerializedBuffer {
   /// that many StateWriter::write_element calls would, as one deferred
   /// part: the elements not kept yet are serialized now (time reported as
   /// prepaid), the others are shared. An empty slot is one adopted and not
-  /// read yet (kept).
+  /// read yet (kept). Costs the blocks of slots changed since the last call
+  /// (their new elements serialized, their refs copied) and a pointer per
+  /// block, not a pass over the buffer.
   template <serializable T>
   void write(StateWriter& w, std::span<const std::optional<T>> elements) {
     const std::int64_t start = now_ns();
-    refs_.resize(elements.size());
-    std::size_t live = 0;
-    for (std::size_t i = 0; i < elements.size(); ++i) {
-      if (!refs_[i].data) refs_[i] = append_element(*elements[i]);
-      live += refs_[i].size;
+    grow(elements.size());
+    for (std::size_t b = 0; b < changed_.size(); ++b) {
+      if (!changed_[b]) continue;
+      const std::size_t end = std::min(refs_.size(), (b + 1) * block_refs);
+      for (std::size_t i = b * block_refs; i < end; ++i)
+        if (!refs_[i].data) set(i, append_element(*elements[i]));
     }
-    if (used_ > 2 * live + chunk_bytes) compact();
+    if (used_ > 2 * live_ + chunk_bytes) compact();
     w.add_prepaid_ns(now_ns() - start);
+    // The changed blocks' refs, copied once; the others shared with the
+    // last snapshot.
+    const std::size_t blocks = (refs_.size() + block_refs - 1) / block_refs;
+    published_.resize(blocks);
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (!changed_[b] && published_[b]) continue;
+      auto block = std::make_shared<Block>();
+      const std::size_t n = std::min(block_refs, refs_.size() - b * block_refs);
+      std::copy_n(refs_.begin() + static_cast<std::ptrdiff_t>(b * block_refs), n, block->begin());
+      published_[b] = std::move(block);
+      changed_[b] = false;
+    }
     auto snapshot = std::make_shared<Snapshot>();
-    snapshot->refs = refs_;
+    snapshot->blocks = published_;
+    snapshot->count = refs_.size();
     snapshot->owners.assign(chunks_.begin(), chunks_.end());
     snapshot->owners.insert(snapshot->owners.end(), adopted_.begin(), adopted_.end());
-    snapshot->total = live + 8 * elements.size();
+    snapshot->total = live_ + 8 * refs_.size();
     w.write_deferred(std::move(snapshot));
   }
 
@@ -130,20 +152,44 @@ class SerializedBuffer {
     const std::byte* data = nullptr;  // null: not kept
     std::size_t size = 0;
   };
+  // Snapshots hold the refs in blocks of 64 slots, immutable once made
+  // (read on other threads) and shared between snapshots until one of
+  // their slots changes.
+  static constexpr std::size_t block_refs = 64;
+  using Block = std::array<Ref, block_refs>;
+
   struct Snapshot final : DeferredBytes {
-    std::vector<Ref> refs;
-    std::vector<std::shared_ptr<const void>> owners;  // keep refs' bytes alive
+    std::vector<std::shared_ptr<const Block>> blocks;
+    std::size_t count = 0;
+    std::vector<std::shared_ptr<const void>> owners;  // keep the refs' bytes alive
     std::size_t total = 0;
     std::size_t size() const noexcept override { return total; }
     void copy_to(std::byte* out) const noexcept override {
-      for (const Ref& r : refs) {
-        for (int i = 0; i < 8; ++i)
-          out[i] = static_cast<std::byte>((static_cast<std::uint64_t>(r.size) >> (8 * i)) & 0xff);
+      for (std::size_t i = 0; i < count; ++i) {
+        const Ref& r = (*blocks[i / block_refs])[i % block_refs];
+        for (int k = 0; k < 8; ++k)
+          out[k] = static_cast<std::byte>((static_cast<std::uint64_t>(r.size) >> (8 * k)) & 0xff);
         if (r.size != 0) std::memcpy(out + 8, r.data, r.size);
         out += 8 + r.size;
       }
     }
   };
+
+  // Sets the ref of `slot` (< refs_.size()) and marks its block changed.
+  void set(std::size_t slot, Ref r) noexcept {
+    live_ = live_ - refs_[slot].size + r.size;
+    refs_[slot] = r;
+    changed_[slot / block_refs] = true;
+  }
+
+  // Covers `n` slots (the new ones not kept).
+  void grow(std::size_t n) {
+    if (n <= refs_.size()) return;
+    const std::size_t blocks = (n + block_refs - 1) / block_refs;
+    if (changed_.size() < blocks) changed_.resize(blocks, true);
+    for (std::size_t b = refs_.size() / block_refs; b < blocks; ++b) changed_[b] = true;
+    refs_.resize(n);
+  }
 
   template <class T>
   Ref append_element(const T& x) {
@@ -183,11 +229,15 @@ class SerializedBuffer {
     adopted_.clear();
     tail_used_ = 0;
     used_ = 0;
-    for (Ref& r : refs_) r = append(std::span(r.data, r.size));
+    for (std::size_t i = 0; i < refs_.size(); ++i)
+      set(i, append(std::span(refs_[i].data, refs_[i].size)));
   }
 
   bool active_ = false;
   std::vector<Ref> refs_;  // one per buffered element (from the front), or fewer
+  std::size_t live_ = 0;   // the kept refs' bytes
+  std::vector<std::shared_ptr<const Block>> published_;  // refs_ as of the last snapshot
+  std::vector<bool> changed_;  // per block: changed since (or not published yet)
   std::vector<std::shared_ptr<Chunk>> chunks_;
   std::vector<std::shared_ptr<const void>> adopted_;  // a restored state's storage
   std::size_t tail_used_ = 0;                         // bytes used in the newest chunk
