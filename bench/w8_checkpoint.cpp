@@ -8,7 +8,9 @@
 //                       batch; the state is the second save of the run (as a
 //                       job saving every N steps: the first save, after one
 //                       batch, makes the stages keep what later saves need),
-//                       or with first_save the run's first
+//                       or with first_save the run's first; /checkpointing:
+//                       with_options({.checkpointing = true}), which keeps
+//                       that from the start
 //   W8/read_1_percent   the reference: a fresh W3 pipeline (no shuffle)
 //                       reading 1% of the records, start included
 // Items are saves, restores and 1%-reads, so each ratio says how many times
@@ -48,6 +50,9 @@ auto without_shuffle() {
 }
 
 auto with_shuffle() { return pipeline(false, Knobs{}); }
+
+// The same, told it will be saved: its stages keep what saves need from the start.
+auto with_shuffle_checkpointing() { return with_shuffle().with_options({.checkpointing = true}); }
 
 // W3 by position: the shards' index (built once, outside the timings), a
 // global shuffle of all records, then W3's decode, batch and prefetch.
@@ -159,6 +164,11 @@ void ingest::bench::register_benchmarks(const Config& config) {
     timed(benchmark::RegisterBenchmark(("W8/restore/shuffle_10000/first_save" + at).c_str(),
                                        restore<decltype(&with_shuffle)>, &with_shuffle, quarters,
                                        true)
+              ->Iterations(restores));
+    timed(benchmark::RegisterBenchmark(
+              ("W8/restore/shuffle_10000/first_save/checkpointing" + at).c_str(),
+              restore<decltype(&with_shuffle_checkpointing)>, &with_shuffle_checkpointing, quarters,
+              true)
               ->Iterations(restores));
     timed(benchmark::RegisterBenchmark(("W8/restore/indexed_global_shuffle" + at).c_str(),
                                        restore<decltype(&indexed)>, &indexed, quarters, false)

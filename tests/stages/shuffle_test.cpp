@@ -218,3 +218,34 @@ TEST_CASE("a restored buffer is read as drawn, saved as it is, and restores agai
     CHECK(got == full);
   }
 }
+
+TEST_CASE("with checkpointing, every save resumes exactly, the first one too",
+          "[stages][shuffle][checkpoint]") {
+  // .checkpointing keeps the buffer serialized from the start (the
+  // prefetch's anchors save the shuffle from its first pull on); the
+  // elements are those of the same pipeline without it.
+  const auto plain = [] {
+    return range(0, 400)
+        .map([](std::int64_t x) { return std::string(static_cast<std::size_t>(x % 29), 'b'); })
+        .shuffle(50, {.seed = 11})
+        .repeat(2)
+        .prefetch(3);
+  };
+  const auto make = [&] { return plain().with_options({.checkpointing = true}); };
+  auto reference = plain().iterator();
+  std::vector<std::string> full;
+  while (auto x = reference.next()) full.push_back(*x);
+  REQUIRE(full.size() == 800);
+  for (const std::size_t k : {0, 1, 49, 50, 51, 399, 400, 401, 799, 800}) {
+    INFO("saved after " << k);
+    auto it = make().iterator();
+    for (std::size_t i = 0; i < k; ++i) REQUIRE(it.next());
+    const ingest::IteratorState state = it.save();
+    const auto resumed = [&](auto restored) {
+      std::vector<std::string> got(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(k));
+      while (auto x = restored.next()) got.push_back(*x);
+      return got;
+    };
+    CHECK(resumed(make().iterator(state)) == full);
+  }
+}

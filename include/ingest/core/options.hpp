@@ -123,6 +123,14 @@ struct PipelineOptions {
   /// exception it throws leaves next() before any element is taken.
   std::function<void(const PipelineStats&)> on_progress{};
   std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
+  /// The pipeline will be saved (tf: experimental_symbolic_checkpoint, in
+  /// spirit): from its start the stages keep what quick saves and restores
+  /// need (shuffle's buffer, serialized as elements enter it), so every
+  /// state restores with a short replay, the first one too. Unset or false:
+  /// that starts at the iterator's first save() or restore, and the first
+  /// state's restore may replay from the last anchor before it (README,
+  /// "Large shuffle buffers").
+  std::optional<bool> checkpointing{};
 };
 
 /// Options of batch.

@@ -459,7 +459,8 @@ class Model {
 
   /// Checkpoints: the last state's size and how long its save() took.
   std::atomic<std::int64_t> saves{0}, last_state_bytes{0}, last_save_ns{0};
-  /// Set by the pipeline's first save() or restore: from then on the
+  /// Set by the pipeline's first save() or restore, or from the start with
+  /// PipelineOptions::checkpointing: from then on the
   /// stages keep what makes later states quick to restore (shuffle's
   /// serialized buffer), and the anchors take one at once (anchors.hpp).
   std::atomic<bool> checkpointed{false};

@@ -1,5 +1,5 @@
-// with_options({.threads, .runtime, .deterministic, .autotune,
-// .ram_budget_bytes, .trace_path, .on_progress, .progress_interval}): runs the stages before it
+// with_options({.threads, .runtime, .deterministic, .autotune, .ram_budget_bytes,
+// .trace_path, .on_progress, .progress_interval, .checkpointing}): runs the stages before it
 // with these settings. tf.data counterpart: Dataset.with_options. Put it last: it configures its
 // input pipeline, not the stages that follow. With .threads, each iterator gets a private runtime
 // of that many compute threads, released with the iterator.
@@ -54,6 +54,9 @@ class WithOptionsDataset
       if (!options_.trace_path.empty()) {
         m.trace_path = options_.trace_path;
         m.enable_trace();
+      }
+      if (options_.checkpointing.value_or(false)) {
+        m.checkpointed.store(true, std::memory_order_relaxed);
       }
       if (options_.on_progress) {
         m.on_progress = options_.on_progress;
