@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ingest/runtime/serialized_buffer.hpp>
@@ -58,6 +59,32 @@ std::vector<std::byte> written(const StateWriter& w) {
   return out;
 }
 
+// The shuffle's changes to its buffer, made on `slots` and told to `kept`:
+// the element at `slot` drawn and replaced, or drawn with the last moved in.
+void replace(detail::SerializedBuffer& kept, Slots& slots, std::size_t slot, std::string value) {
+  slots[slot].emplace(std::move(value));
+  kept.replaced(slot);
+}
+void remove(detail::SerializedBuffer& kept, Slots& slots, std::size_t slot) {
+  kept.removed(slot, slots.size());
+  if (slot != slots.size() - 1) slots[slot] = std::move(slots.back());
+  slots.pop_back();
+}
+
+// Saves through `kept`, then checks that this save and the last `keep`
+// before it (kept in `saves`) give the bytes of their time.
+using Saves = std::vector<std::pair<StateWriter, std::vector<std::byte>>>;
+void save_and_check(detail::SerializedBuffer& kept, const Slots& slots, Saves& saves,
+                    std::size_t keep) {
+  StateWriter w = save(kept, slots);
+  std::vector<std::byte> expected = element_bytes(slots);
+  CHECK(w.size() == expected.size());
+  CHECK(written(w) == expected);
+  saves.emplace_back(std::move(w), std::move(expected));
+  if (saves.size() > keep) saves.erase(saves.begin());
+  for (const auto& [state, bytes] : saves) CHECK(written(state) == bytes);
+}
+
 }  // namespace
 
 TEST_CASE("kept elements follow the buffer's changes, and earlier saves stay as they were",
@@ -78,36 +105,25 @@ TEST_CASE("kept elements follow the buffer's changes, and earlier saves stay as 
     return s;
   };
   for (int i = 0; i < 40; ++i) slots.emplace_back(make());
-  std::vector<std::pair<StateWriter, std::vector<std::byte>>> saves;
+  Saves saves;
   for (int round = 0; round < 120; ++round) {
     const int steps = static_cast<int>(rng() % 20);
     for (int s = 0; s < steps; ++s) {
       const std::size_t op = rng() % 10;
       if (op < 6 && !slots.empty()) {  // drawn and refilled
-        const std::size_t slot = rng() % slots.size();
-        slots[slot].emplace(make());
-        kept.replaced(slot);
+        replace(kept, slots, rng() % slots.size(), make());
       } else if (op < 8 && !slots.empty()) {  // drawn at the end of the input
-        const std::size_t slot = rng() % slots.size();
-        kept.removed(slot, slots.size());
-        if (slot != slots.size() - 1) slots[slot] = std::move(slots.back());
-        slots.pop_back();
+        remove(kept, slots, rng() % slots.size());
       } else {  // filling
         slots.emplace_back(make());
       }
     }
-    StateWriter w = save(kept, slots);
-    std::vector<std::byte> expected = element_bytes(slots);
-    CHECK(w.size() == expected.size());
-    CHECK(written(w) == expected);
+    // The states taken before still give the bytes of their time, after
+    // the changes and compactions since.
+    save_and_check(kept, slots, saves, 4);
     std::size_t live = 0;
     for (const auto& s : slots) live += s->size();
     CHECK(kept.kept_bytes() <= 2 * live + detail::SerializedBuffer::chunk_bytes);
-    saves.emplace_back(std::move(w), std::move(expected));
-    if (saves.size() > 4) saves.erase(saves.begin());
-    // The states taken before still give the bytes of their time, after
-    // the changes and compactions since.
-    for (const auto& [state, bytes] : saves) CHECK(written(state) == bytes);
   }
 }
 
@@ -123,31 +139,21 @@ TEST_CASE("a buffer of many blocks grows and shrinks across them between saves",
   int made = 0;
   const auto make = [&] { return std::string(rng() % 9, static_cast<char>('a' + made++ % 26)); };
   for (int i = 0; i < 200; ++i) slots.emplace_back(make());
-  std::vector<std::pair<StateWriter, std::vector<std::byte>>> saves;
+  Saves saves;
   for (int round = 0; round < 300; ++round) {
     // Phases: draws only, then a drain to empty, then a refill past 300.
     const int phase = round / 50 % 3;
     const int steps = static_cast<int>(rng() % 70);
     for (int s = 0; s < steps; ++s) {
       if (phase == 0 && !slots.empty()) {
-        const std::size_t slot = rng() % slots.size();
-        slots[slot].emplace(make());
-        kept.replaced(slot);
+        replace(kept, slots, rng() % slots.size(), make());
       } else if (phase == 1 && !slots.empty()) {
-        const std::size_t slot = rng() % slots.size();
-        kept.removed(slot, slots.size());
-        if (slot != slots.size() - 1) slots[slot] = std::move(slots.back());
-        slots.pop_back();
+        remove(kept, slots, rng() % slots.size());
       } else if (phase == 2) {
         slots.emplace_back(make());
       }
     }
-    StateWriter w = save(kept, slots);
-    std::vector<std::byte> expected = element_bytes(slots);
-    CHECK(written(w) == expected);
-    saves.emplace_back(std::move(w), std::move(expected));
-    if (saves.size() > 6) saves.erase(saves.begin());
-    for (const auto& [state, bytes] : saves) CHECK(written(state) == bytes);
+    save_and_check(kept, slots, saves, 6);
   }
 }
 
