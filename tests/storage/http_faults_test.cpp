@@ -333,7 +333,10 @@ TEST_CASE("http faults: TFRecord records arrive once and in order under every fa
 TEST_CASE("http faults: a connection slower than the request timeout still delivers every record",
           "[remote][http][faults][tfrecord]") {
   RecordsFixture f;
-  storage::HttpOptions o = Fixture::options(3);
+  // A read fails after this many attempts in a row without a byte: 3 was
+  // too few under ThreadSanitizer with the suite running in parallel (CI
+  // saw three 10 ms attempts pass before the first byte came).
+  storage::HttpOptions o = Fixture::options(12);
   o.request_timeout = 10ms;  // a 16 KiB block takes 16 ms at 1 MB/s: each attempt times out
   HttpSchemeGuard scheme(o, kSmallBlocks);
   f.proxy->set_faults({.bytes_per_second = 1'000'000});
