@@ -163,7 +163,7 @@ TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian
   const auto b = bytes_of(s.bytes());
   REQUIRE(b.size() == 24 + 4 + 4);
   CHECK(std::string(reinterpret_cast<const char*>(b.data()), 4) == "INGS");
-  CHECK(b[4] == std::byte{1});
+  CHECK(b[4] == std::byte{2});  // format version 2: shuffle's buffer as an element table
   CHECK(b[8] == std::byte{0x88});
   CHECK(b[15] == std::byte{0x11});
   CHECK(b[16] == std::byte{4});
@@ -185,8 +185,8 @@ TEST_CASE("corrupt states raise DataLossError with the offset", "[core][state]")
   }
   SECTION("unknown version") {
     auto b = good;
-    b[4] = std::byte{2};
-    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 2") == 4);
+    b[4] = std::byte{3};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 3") == 4);
   }
   SECTION("a flipped payload byte fails the CRC") {
     auto b = good;
@@ -314,6 +314,51 @@ TEST_CASE("elements are written in place, and a failing serializer leaves no byt
   again.write_element(std::string("x"));
   StateReader r2(again.bytes());
   CHECK(r2.read_element<std::string>("test") == "x");
+}
+
+TEST_CASE("an element table holds the lengths first, and its reads are bounds-checked",
+          "[core][state]") {
+  using S = std::optional<std::string>;
+  const std::vector<S> values{std::string("abc"), std::string(), std::string(300, 'z')};
+  StateWriter w;
+  w.write_u64(7);
+  w.write_element_table(std::span<const S>(values));
+  w.write_u64(9);
+  const std::vector<std::byte> payload = bytes_of(w.bytes());
+  // A string's bytes are its serializer's: its length, then its characters.
+  REQUIRE(payload.size() == 8 + 3 * 8 + (8 + 3) + 8 + (8 + 300) + 8);
+  CHECK(payload[8] == std::byte{11});       // the first length
+  CHECK(payload[8 + 16] == std::byte{52});  // the third: 308 = 0x134
+  {
+    StateReader r(payload, 100);
+    CHECK(r.read_u64() == 7);
+    const auto spans = r.read_element_table(3);
+    REQUIRE(spans.size() == 3);
+    CHECK(r.offset_of(spans[0]) == 100 + 8 + 24);
+    for (std::size_t i = 0; i < 3; ++i)
+      CHECK(read_stored<std::string>(spans[i], "t") == *values[i]);
+    CHECK(r.read_u64() == 9);
+    r.finish();
+  }
+  // An empty table; a failing serializer leaves no bytes.
+  StateWriter e;
+  e.write_element_table(std::span<const S>());
+  CHECK(e.size() == 0);
+  const std::vector<std::optional<HalfWritten>> bad{HalfWritten{"ok"}, HalfWritten{"partial"}};
+  CHECK_THROWS(e.write_element_table(std::span<const std::optional<HalfWritten>>(bad)));
+  CHECK(e.size() == 0);
+  // More lengths than bytes, or a length past the end: DataLossError with
+  // the offset, before anything is allocated for it.
+  {
+    StateReader r(payload);
+    r.read_u64();
+    CHECK_THROWS_AS(r.read_element_table(std::size_t{1} << 60), DataLossError);
+  }
+  std::vector<std::byte> cut(payload.begin(), payload.end() - 20);
+  StateReader r(cut);
+  r.read_u64();
+  CHECK_THROWS_WITH(r.read_element_table(3),
+                    Catch::Contains("value 2") && Catch::Contains("at byte 24"));
 }
 
 namespace {

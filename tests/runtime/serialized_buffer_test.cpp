@@ -39,10 +39,10 @@ namespace {
 
 using Slots = std::vector<std::optional<std::string>>;
 
-// What StateWriter::write_element writes for each element, in order.
+// What StateWriter::write_element_table writes for the elements.
 std::vector<std::byte> element_bytes(const Slots& slots) {
   StateWriter w;
-  for (const auto& s : slots) w.write_element(*s);
+  w.write_element_table(std::span<const std::optional<std::string>>(slots));
   return w.bytes();
 }
 
@@ -165,7 +165,8 @@ TEST_CASE("adopted elements are read when drawn and saved as they are",
   std::vector<std::span<const std::byte>> elements;
   {
     StateReader r(*storage, 0, storage);
-    for (std::size_t i = 0; i < original.size(); ++i) elements.push_back(r.read_span());
+    elements = r.read_element_table(original.size());
+    r.finish();
   }
   detail::SerializedBuffer kept;
   kept.adopt(storage, elements);
@@ -213,8 +214,11 @@ TEST_CASE("an element whose serializer fails leaves the others kept",
   std::vector<std::byte> bytes(again.size());
   again.copy_to(bytes.data());
   StateReader r(bytes);
-  for (const char* text : {"a", "fixed", "c"}) CHECK(r.read_element<Picky>("test").text == text);
+  const std::vector<std::span<const std::byte>> read = r.read_element_table(3);
   r.finish();
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(read_stored<Picky>(read[i], "test").text ==
+          std::vector<std::string>{"a", "fixed", "c"}[i]);
   // Bytes that do not read back are a DataLossError naming the stage.
   const std::vector<std::byte> junk(3, std::byte{1});
   auto owner = std::make_shared<std::vector<std::byte>>(junk);

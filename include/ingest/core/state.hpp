@@ -7,7 +7,7 @@
 // An IteratorState's bytes, all integers little-endian:
 //
 //   offset 0   "INGS"                         magic
-//   offset 4   u32 format version             (1)
+//   offset 4   u32 format version             (2)
 //   offset 8   u64 pipeline fingerprint
 //   offset 16  u64 payload length L
 //   offset 24  L bytes payload                what the stages wrote
@@ -154,6 +154,29 @@ class StateWriter {
     }
     out_ = std::move(bytes).release();
     patch_u64(length_at, out_.size() - length_at - 8);
+  }
+  /// Writes values (each present) as a table: their lengths (8 bytes
+  /// each), then their bytes, one after the other; StateReader::
+  /// read_element_table reads it. What shuffle's buffer is stored as: a
+  /// restore finds every element's place from the table alone, without
+  /// touching the bytes.
+  template <serializable T>
+  void write_element_table(std::span<const std::optional<T>> values) {
+    const std::size_t table_at = out_.size();
+    out_.resize(table_at + 8 * values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::size_t start = out_.size();
+      ByteWriter bytes(std::move(out_));
+      try {
+        serializer<T>::write(bytes, *values[i]);
+      } catch (...) {
+        out_ = std::move(bytes).release();
+        out_.resize(table_at);
+        throw;
+      }
+      out_ = std::move(bytes).release();
+      patch_u64(table_at + 8 * i, out_.size() - start);
+    }
   }
   /// Writes scalar fields in order: bools, integers (as 64 bits) and doubles.
   template <class... T>
@@ -321,6 +344,38 @@ class StateReader {
     pos_ += static_cast<std::size_t>(n);
     return s;
   }
+  /// Reads what StateWriter::write_element_table wrote for `n` values: the
+  /// values' bytes, without a copy (valid while the state is). Lengths
+  /// that do not fit in the section are a DataLossError naming the offset.
+  std::vector<std::span<const std::byte>> read_element_table(std::size_t n) {
+    const std::size_t at = pos_;
+    if (n > (limit_ - pos_) / 8) {
+      detail::throw_state_error(std::to_string(n) + " lengths exceed the " +
+                                    std::to_string(limit_ - pos_) + " bytes left",
+                                offset(at));
+    }
+    std::vector<std::span<const std::byte>> out;
+    out.reserve(n);
+    std::size_t next = pos_ + 8 * n;  // the first value's bytes
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t length = read_u64();
+      if (length > limit_ - next) {
+        detail::throw_state_error("length " + std::to_string(length) + " of value " +
+                                      std::to_string(i) + " exceeds the " +
+                                      std::to_string(limit_ - next) + " bytes left",
+                                  offset(pos_ - 8));
+      }
+      out.push_back(data_.subspan(next, static_cast<std::size_t>(length)));
+      next += static_cast<std::size_t>(length);
+    }
+    pos_ = next;
+    return out;
+  }
+  /// The offset, from the start of the state, of `bytes` (a span of the
+  /// payload, from read_span or read_element_table).
+  std::uint64_t offset_of(std::span<const std::byte> bytes) const noexcept {
+    return offset(static_cast<std::size_t>(bytes.data() - data_.data()));
+  }
   /// Reads a position in a sequence of `size` items (`size` itself: the
   /// end); a larger one is a DataLossError naming `stage`, e.g. "from_vector
   /// position 9 is past its 4 elements".
@@ -446,7 +501,7 @@ class StateReader {
 /// A value type; `bytes()` is what write_state stores.
 class IteratorState {
  public:
-  static constexpr std::uint32_t format_version = 1;
+  static constexpr std::uint32_t format_version = 2;
   static constexpr std::size_t header_bytes = 24;
   static constexpr std::size_t crc_bytes = 4;
 

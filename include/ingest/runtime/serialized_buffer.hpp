@@ -99,12 +99,10 @@ class SerializedBuffer {
   }
 
   /// Writes the elements of `slots` (the whole buffer, in order) to `w` as
-  /// that many StateWriter::write_element calls would, as one deferred
-  /// part: the elements not kept yet are serialized now (time reported as
-  /// prepaid), the others are shared. An empty slot is one adopted and not
-  /// read yet (kept). Costs the blocks of slots changed since the last call
-  /// (their new elements serialized, their refs copied) and a pointer per
-  /// block, not a pass over the buffer.
+  /// StateWriter::write_element_table would, as one deferred part: the elements not kept yet are
+  /// serialized now (time reported as prepaid), the others are shared. An empty slot is one adopted
+  /// and not read yet (kept). Costs the blocks of slots changed since the last call (their new
+  /// elements serialized, their refs copied) and a pointer per block, not a pass over the buffer.
   template <serializable T>
   void write(StateWriter& w, std::span<const std::optional<T>> elements) {
     const std::int64_t start = now_ns();
@@ -164,15 +162,20 @@ class SerializedBuffer {
     std::vector<std::shared_ptr<const void>> owners;  // keep the refs' bytes alive
     std::size_t total = 0;
     std::size_t size() const noexcept override { return total; }
+    // StateWriter::write_element_table's layout: the lengths, then the bytes.
     void copy_to(std::byte* out) const noexcept override {
       for (std::size_t i = 0; i < count; ++i) {
-        const Ref& r = (*blocks[i / block_refs])[i % block_refs];
-        for (int k = 0; k < 8; ++k)
-          out[k] = static_cast<std::byte>((static_cast<std::uint64_t>(r.size) >> (8 * k)) & 0xff);
-        if (r.size != 0) std::memcpy(out + 8, r.data, r.size);
-        out += 8 + r.size;
+        const auto size = static_cast<std::uint64_t>(ref(i).size);
+        for (int k = 0; k < 8; ++k) out[k] = static_cast<std::byte>((size >> (8 * k)) & 0xff);
+        out += 8;
+      }
+      for (std::size_t i = 0; i < count; ++i) {
+        const Ref r = ref(i);
+        if (r.size != 0) std::memcpy(out, r.data, r.size);
+        out += r.size;
       }
     }
+    Ref ref(std::size_t i) const noexcept { return (*blocks[i / block_refs])[i % block_refs]; }
   };
 
   // Sets the ref of `slot` (< refs_.size()) and marks its block changed.

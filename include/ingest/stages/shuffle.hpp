@@ -112,7 +112,7 @@ class ShuffleIterator {
     if (kept_.active()) {
       kept_.write(w, std::span<const std::optional<value_type>>(buffer_));
     } else {
-      for (const std::optional<value_type>& x : buffer_) w.write_element(*x);
+      w.write_element_table(std::span<const std::optional<value_type>>(buffer_));
     }
     input_.save(w);
   }
@@ -136,19 +136,17 @@ class ShuffleIterator {
     rng_.set_state(rng);
     kept_.clear();
     buffer_.clear();
+    std::vector<std::span<const std::byte>> elements = r.read_element_table(count);
     if (r.owner()) {
       // The state's bytes stay alive: its elements are deserialized when
       // drawn (the first batch after a restore needs a few of them, not the
       // whole buffer), and kept for the next save as they are.
-      std::vector<std::span<const std::byte>> elements;
-      elements.reserve(count);
-      for (std::size_t i = 0; i < count; ++i) elements.push_back(r.read_span());
       buffer_.resize(count);
       kept_.adopt(r.owner(), std::move(elements));
     } else {
       buffer_.reserve(count);
-      for (std::size_t i = 0; i < count; ++i)
-        buffer_.emplace_back(r.read_element<value_type>("shuffle"));
+      for (const std::span<const std::byte> e : elements)
+        buffer_.emplace_back(read_stored<value_type>(e, "shuffle", r.offset_of(e)));
     }
     if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
     input_.restore(r);
