@@ -15,6 +15,15 @@
 
 namespace ingest::detail {
 
+/// The calling thread's time on a CPU, in ns (one clock_gettime: a
+/// system call, well under a microsecond; not for per-element paths).
+/// Unlike now_ns(), it does not count the time the thread was preempted.
+inline std::int64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 /// The calling thread's time on a CPU, and its time runnable but waiting for
 /// one (other threads had the cores), in ns since it started.
 struct ThreadTimes {
@@ -37,10 +46,7 @@ inline ThreadTimes thread_times() noexcept {
   };
   thread_local File file;
   ThreadTimes t;
-  timespec ts{};
-  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
-    t.on_cpu = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  }
+  t.on_cpu = thread_cpu_ns();
   if (file.fd >= 0) {
     char buf[96];
     const ::ssize_t n = ::pread(file.fd, buf, sizeof buf - 1, 0);

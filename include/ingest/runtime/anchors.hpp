@@ -272,7 +272,7 @@ class Anchors {
   template <class It>
   void take(const It& input, std::int64_t pulled, std::int64_t low) noexcept {
     try {
-      const std::int64_t start = now_ns();
+      const std::int64_t start = now_ns(), cpu_start = thread_cpu_ns();
       StateWriter w;
       // A large state (a shuffle buffer's) is written into the storage of
       // one dropped earlier, whose pages are mapped, or into room for the
@@ -289,10 +289,13 @@ class Anchors {
       }
       input.save(w);
       last_bytes_ = w.bytes().size();
-      // Work done once for all later saves (elements serialized to be
-      // kept) is not this anchor's cost.
+      // The cost: the thread's CPU time (a preemption during the save, on
+      // a busy machine, would space the anchors out for long), less the
+      // work done once for all later saves (elements serialized to be kept).
       const std::int64_t end = now_ns();
-      interval_ = paced_interval(pulled, std::min(start + w.prepaid_ns(), end), end);
+      const std::int64_t cost =
+          std::max<std::int64_t>(thread_cpu_ns() - cpu_start - w.prepaid_ns(), 0);
+      interval_ = paced_interval(pulled, cost, start, end);
       next_ = pulled + interval_;
       auto state = std::make_shared<StateWriter>(std::move(w));
       std::lock_guard lock(mu_);
@@ -382,17 +385,19 @@ class Anchors {
     std::shared_ptr<StateWriter> state;
   };
 
-  // Pulls to the next anchor: every_, or more where saving the input costs
+  // Pulls to the next anchor: every_, or more where saving the input (an
+  // anchor that took `cost` ns of CPU time, from `start` to `end`) costs
   // more than about 1% of the time the pulls take (an input whose state is
   // large, such as a shuffle buffer before a prefetch, is anchored less
   // often; its replay after a restore is then longer). The pulls' time is
   // measured between the end of one anchor and the start of the next.
-  std::int64_t paced_interval(std::int64_t pulled, std::int64_t start, std::int64_t end) noexcept {
+  std::int64_t paced_interval(std::int64_t pulled, std::int64_t cost, std::int64_t start,
+                              std::int64_t end) noexcept {
     std::int64_t interval = every_;
     if (last_end_ns_ > 0 && pulled > last_pulled_ && start > last_end_ns_) {
       const double per_pull =
           static_cast<double>(start - last_end_ns_) / static_cast<double>(pulled - last_pulled_);
-      const double paced = static_cast<double>(end - start) * 100.0 / per_pull;
+      const double paced = static_cast<double>(cost) * 100.0 / per_pull;
       if (paced > static_cast<double>(interval))
         interval = static_cast<std::int64_t>(std::min(paced, 1e12));
     }
