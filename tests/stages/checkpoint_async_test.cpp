@@ -82,7 +82,10 @@ TEST_CASE("checkpoint: large states under a prefetch, saved and restored as it r
           "[stages][checkpoint][concurrency]") {
   // A shuffle buffer of 128 strings of 1 KiB: a 130 KiB state, which the
   // prefetch's puller anchors (recycling the storage of anchors it drops)
-  // while the consumer's saves read theirs.
+  // while the consumer's saves read theirs. Before the pipeline's first
+  // save its anchors decline the full buffer (StateWriter::speculative), so
+  // the first state may hold an anchor of the empty one, replayed from the
+  // start.
   const auto make = [] {
     return range(1200)
         .map([](std::int64_t x) {
@@ -101,7 +104,7 @@ TEST_CASE("checkpoint: large states under a prefetch, saved and restored as it r
     if (i % 97 == 40) {
       const IteratorState state = it->save();
       // Until the input's last 128 elements the buffer is full.
-      if (i < 1000) CHECK(state.size() > 128 * 1024);
+      if (i > 40 && i < 1000) CHECK(state.size() > 128 * 1024);
       it.emplace(make().iterator(state));
     }
     auto x = it->next();

@@ -116,6 +116,15 @@ class DeferredBytes {
   virtual void copy_to(std::byte* out) const noexcept = 0;
 };
 
+namespace detail {
+/// Thrown by a stage's save() into a speculative StateWriter (an anchor
+/// taken before the pipeline's first save or restore) when its state would
+/// cost much to write now and the stage makes it cheap once the pipeline is
+/// saved (shuffle's buffer, kept serialized from then on): the anchor is
+/// tried again later. Not an error; never thrown into a save() a user asked for.
+struct SaveDeclined {};
+}  // namespace detail
+
 /// Writes a state's payload: fixed-width little-endian fields, length-prefixed
 /// strings, and one nested section per stage. Parts written with
 /// write_deferred are held by reference until the payload is copied out
@@ -222,6 +231,10 @@ class StateWriter {
     }
     if (out_.size() > from) std::memcpy(out, out_.data() + from, out_.size() - from);
   }
+  /// A save taken in case the pipeline is saved later (an anchor before
+  /// its first save or restore): a stage may decline it (SaveDeclined).
+  void set_speculative(bool speculative) noexcept { speculative_ = speculative; }
+  bool speculative() const noexcept { return speculative_; }
   /// Time spent on work that later saves will not repeat (serializing
   /// elements kept for them): the anchors' pacing leaves it out.
   void add_prepaid_ns(std::int64_t ns) noexcept { prepaid_ns_ += ns; }
@@ -272,6 +285,7 @@ class StateWriter {
   std::vector<Deferred> deferred_;  // in order of `at`
   std::size_t deferred_size_ = 0;
   std::int64_t prepaid_ns_ = 0;
+  bool speculative_ = false;
 };
 
 /// A value stored by StateWriter::write_element (its bytes, without the

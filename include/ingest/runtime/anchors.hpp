@@ -274,6 +274,9 @@ class Anchors {
     try {
       const std::int64_t start = now_ns(), cpu_start = thread_cpu_ns();
       StateWriter w;
+      // Before the pipeline's first save or restore, in case one comes: a
+      // stage may decline (a shuffle buffer would be serialized whole).
+      w.set_speculative(watch_ && !watch_->load(std::memory_order_relaxed));
       // A large state (a shuffle buffer's) is written into the storage of
       // one dropped earlier, whose pages are mapped, or into room for the
       // last one's size: no doubling, no page faults per anchor.
@@ -314,6 +317,11 @@ class Anchors {
         }
       }
       anchors_.erase(anchors_.begin(), anchors_.begin() + static_cast<std::ptrdiff_t>(keep));
+    } catch (const SaveDeclined&) {
+      // Tried again after twice as many pulls, or at once when the
+      // pipeline is saved (poll()); the anchors taken before stay.
+      interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
+      next_ = pulled + interval_;
     } catch (...) {
       interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
       next_ = pulled + interval_;
@@ -356,6 +364,7 @@ class Anchors {
     if (!found) {
       if (failure) std::rethrow_exception(failure);
       auto now = std::make_shared<StateWriter>();
+      now->set_speculative(w.speculative());
       save_now(*now);
       position = pulled;
       state = std::move(now);

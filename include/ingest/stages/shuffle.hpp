@@ -107,6 +107,10 @@ class ShuffleIterator {
     }
     if (!kept_.active() && checkpointed_ && checkpointed_->load(std::memory_order_relaxed))
       kept_.activate();
+    // An anchor taken in case the pipeline is saved (a pipeline that never
+    // is would serialize its whole buffer now and then for nothing): the
+    // buffer is saved once the pipeline is, kept serialized from then on.
+    if (!kept_.active() && w.speculative() && !buffer_.empty()) throw detail::SaveDeclined{};
     const auto& rng = rng_.state();
     w.write(pass_, rng[0], rng[1], rng[2], rng[3], filled_, input_done_, buffer_.size());
     if (kept_.active()) {
