@@ -259,12 +259,10 @@ TEST_CASE("with checkpointing, every save resumes exactly, the first one too",
     auto it = make().iterator();
     for (std::size_t i = 0; i < k; ++i) REQUIRE(it.next());
     const ingest::IteratorState state = it.save();
-    const auto resumed = [&](auto restored) {
-      std::vector<std::string> got(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(k));
-      while (auto x = restored.next()) got.push_back(*x);
-      return got;
-    };
-    CHECK(resumed(make().iterator(state)) == full);
+    auto restored = make().iterator(state);
+    std::vector<std::string> got(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(k));
+    while (auto x = restored.next()) got.push_back(*x);
+    CHECK(got == full);
   }
 }
 
@@ -282,6 +280,10 @@ TEST_CASE("a pipeline never saved never serializes its shuffle buffer",
   const std::vector<Counted> all = collect(make());
   REQUIRE(all.size() == 3000);
   CHECK(counted_writes.load() == 0);
+  // Told it will be saved, it keeps the buffer serialized from the start.
+  CHECK(collect(make().with_options({.checkpointing = true})) == all);
+  CHECK(counted_writes.load() >= 500);
+  counted_writes = 0;
   // Saved once: from then on the buffer is kept serialized, and the
   // resumed pipeline gives the rest.
   auto it = make().iterator();

@@ -153,16 +153,7 @@ class StateWriter {
     // state).
     const std::size_t length_at = out_.size();
     write_u64(0);
-    ByteWriter bytes(std::move(out_));
-    try {
-      serializer<T>::write(bytes, v);
-    } catch (...) {
-      out_ = std::move(bytes).release();
-      out_.resize(length_at);
-      throw;
-    }
-    out_ = std::move(bytes).release();
-    patch_u64(length_at, out_.size() - length_at - 8);
+    patch_u64(length_at, append_serialized(v, length_at));
   }
   /// Writes values (each present) as a table: their lengths (8 bytes
   /// each), then their bytes, one after the other; StateReader::
@@ -173,19 +164,8 @@ class StateWriter {
   void write_element_table(std::span<const std::optional<T>> values) {
     const std::size_t table_at = out_.size();
     out_.resize(table_at + 8 * values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const std::size_t start = out_.size();
-      ByteWriter bytes(std::move(out_));
-      try {
-        serializer<T>::write(bytes, *values[i]);
-      } catch (...) {
-        out_ = std::move(bytes).release();
-        out_.resize(table_at);
-        throw;
-      }
-      out_ = std::move(bytes).release();
-      patch_u64(table_at + 8 * i, out_.size() - start);
-    }
+    for (std::size_t i = 0; i < values.size(); ++i)
+      patch_u64(table_at + 8 * i, append_serialized(*values[i], table_at));
   }
   /// Writes scalar fields in order: bools, integers (as 64 bits) and doubles.
   template <class... T>
@@ -270,6 +250,23 @@ class StateWriter {
       static_assert(std::is_integral_v<T>, "write: bools, integers and doubles only");
       write_u64(v);
     }
+  }
+
+  // Serializes `v` in place at the end of the bytes and returns its size;
+  // if the serializer throws, the bytes are cut back to `undo_to`.
+  template <class T>
+  std::size_t append_serialized(const T& v, std::size_t undo_to) {
+    const std::size_t start = out_.size();
+    ByteWriter bytes(std::move(out_));
+    try {
+      serializer<T>::write(bytes, v);
+    } catch (...) {
+      out_ = std::move(bytes).release();
+      out_.resize(undo_to);
+      throw;
+    }
+    out_ = std::move(bytes).release();
+    return out_.size() - start;
   }
 
   void patch_u64(std::size_t at, std::uint64_t v) noexcept {

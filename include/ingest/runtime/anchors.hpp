@@ -9,9 +9,9 @@
 // pulls (a prefetch's producer: right after a pull, before it hands the
 // element over, so that a save just after the consumer takes it finds an
 // anchor at its position): a lock of the anchor queue and a small
-// allocation per `every` elements, nothing per element. Anchors no longer needed (older than the
-// newest one at or before the lowest position not yet delivered) are
-// dropped as new ones come.
+// allocation per `every` elements, nothing per element. Anchors no longer
+// needed (older than the newest one at or before the lowest position not
+// yet delivered) are dropped as new ones come.
 //
 // A stage's section then holds (all integers i64):
 //
@@ -318,13 +318,11 @@ class Anchors {
       }
       anchors_.erase(anchors_.begin(), anchors_.begin() + static_cast<std::ptrdiff_t>(keep));
     } catch (const SaveDeclined&) {
-      // Tried again after twice as many pulls, or at once when the
-      // pipeline is saved (poll()); the anchors taken before stay.
-      interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
-      next_ = pulled + interval_;
+      // Tried again later, or at once when the pipeline is saved (poll());
+      // the anchors taken before stay.
+      retry_later(pulled);
     } catch (...) {
-      interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
-      next_ = pulled + interval_;
+      retry_later(pulled);
       try {
         std::lock_guard lock(mu_);
         failure_ = std::current_exception();
@@ -393,6 +391,13 @@ class Anchors {
     // them (shuffle's serialized buffer), never changed either.
     std::shared_ptr<StateWriter> state;
   };
+
+  // After a save that failed or was declined at `pulled`: the next try
+  // after twice as many pulls as the last interval.
+  void retry_later(std::int64_t pulled) noexcept {
+    interval_ = std::min(interval_, std::numeric_limits<std::int64_t>::max() / 4) * 2;
+    next_ = pulled + interval_;
+  }
 
   // Pulls to the next anchor: every_, or more where saving the input (an
   // anchor that took `cost` ns of CPU time, from `start` to `end`) costs

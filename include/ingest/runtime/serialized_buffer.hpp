@@ -99,10 +99,12 @@ class SerializedBuffer {
   }
 
   /// Writes the elements of `slots` (the whole buffer, in order) to `w` as
-  /// StateWriter::write_element_table would, as one deferred part: the elements not kept yet are
-  /// serialized now (time reported as prepaid), the others are shared. An empty slot is one adopted
-  /// and not read yet (kept). Costs the blocks of slots changed since the last call (their new
-  /// elements serialized, their refs copied) and a pointer per block, not a pass over the buffer.
+  /// StateWriter::write_element_table would, as one deferred part: the
+  /// elements not kept yet are serialized now (time reported as prepaid),
+  /// the others are shared. An empty slot is one adopted and not read yet
+  /// (kept). Costs the blocks of slots changed since the last call (their
+  /// new elements serialized, their refs copied) and a pointer per block,
+  /// not a pass over the buffer.
   template <serializable T>
   void write(StateWriter& w, std::span<const std::optional<T>> elements) {
     const std::int64_t start = now_ns();
