@@ -285,6 +285,57 @@ TEST_CASE("checkpoint: element errors before and after the save point",
   });
 }
 
+TEST_CASE("checkpoint: a restore starts from the anchor its state names, kept as read",
+          "[stages][checkpoint][concurrency]") {
+  // A stage that runs ahead takes the anchor its state names as its first
+  // one, sharing the state's bytes: on the way to the first element it saves
+  // nothing (a shuffle buffer below would be serialized again), and a save
+  // before anything else gives the state back. Under a prefetch, a parallel
+  // map and a map-and-batch, each over a 200-string shuffle buffer kept
+  // from the start (so that anchors lie close behind every position).
+  const auto strings = [] {
+    return range(1000)
+        .map([](std::int64_t x) {
+          return std::string(static_cast<std::size_t>(100 + x % 50),
+                             static_cast<char>('a' + x % 26)) +
+                 std::to_string(x);
+        })
+        .shuffle(200, {.seed = 9});
+  };
+  const auto check = [](auto make, std::vector<std::size_t> positions) {
+    const auto all = collect(make());
+    for (const std::size_t k : positions) {
+      INFO("saved after " << k << " of " << all.size());
+      auto it = make().iterator();
+      for (std::size_t i = 0; i < k; ++i) REQUIRE(it.next());
+      const IteratorState state = it.save();
+      auto restored = make().iterator(state);
+      CHECK(restored.save() == state);
+      std::vector<typename decltype(all)::value_type> got(
+          all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k));
+      while (auto x = restored.next()) got.push_back(std::move(*x));
+      CHECK(got == all);
+    }
+  };
+  const auto length = [](const std::string& s) { return static_cast<std::int64_t>(s.size()); };
+  check([&] { return strings().prefetch(4).with_options({.checkpointing = true}); },
+        {0, 1, 199, 200, 517, 999, 1000});
+  check(
+      [&] {
+        return strings().map(length, {.parallelism = 2}).with_options({.checkpointing = true});
+      },
+      {0, 1, 333, 800, 1000});
+  check(
+      [&] {
+        return strings()
+            .map(length, {.parallelism = 2})
+            .batch(16)
+            .map(batch_values)
+            .with_options({.checkpointing = true});
+      },
+      {0, 1, 20, 37, 62, 63});
+}
+
 TEST_CASE("checkpoint: chains of async stages", "[stages][checkpoint][concurrency]") {
   const auto chain = [](std::int64_t p, std::int64_t buffer) {
     return [p, buffer] {

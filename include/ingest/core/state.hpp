@@ -123,6 +123,23 @@ namespace detail {
 /// saved (shuffle's buffer, kept serialized from then on): the anchor is
 /// tried again later. Not an error; never thrown into a save() a user asked for.
 struct SaveDeclined {};
+
+/// Bytes of a restored state, shared with its storage (`owner`, which keeps
+/// them alive) instead of copied: a part of it that a stage writes again as
+/// it was read (the anchor a restore starts from).
+class SharedBytes final : public DeferredBytes {
+ public:
+  SharedBytes(std::span<const std::byte> bytes, std::shared_ptr<const void> owner) noexcept
+      : bytes_(bytes), owner_(std::move(owner)) {}
+  std::size_t size() const noexcept override { return bytes_.size(); }
+  void copy_to(std::byte* out) const noexcept override {
+    if (!bytes_.empty()) std::memcpy(out, bytes_.data(), bytes_.size());
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::shared_ptr<const void> owner_;
+};
 }  // namespace detail
 
 /// Writes a state's payload: fixed-width little-endian fields, length-prefixed

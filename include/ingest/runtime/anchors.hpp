@@ -70,6 +70,10 @@ struct Replay {
   std::int64_t low = 0;
   std::int64_t high = 0;
   std::vector<PositionRange> pending;
+  /// The anchor's bytes as read, shared with the restored state's storage
+  /// (null when the reader has no owner): the restored iterator's first
+  /// anchor (Anchors::restored), so that the restore writes nothing.
+  std::shared_ptr<StateWriter> anchor_state;
 
   /// True if the result at `position` (< high) was delivered before the save.
   bool delivered(std::int64_t position) const noexcept {
@@ -193,6 +197,10 @@ Replay read_position(StateReader& r, It& input, std::string_view stage) {
   StateReader anchor(bytes, bytes_at, r.owner());
   input.restore(anchor);
   anchor.finish();
+  if (r.owner()) {
+    replay.anchor_state = std::make_shared<StateWriter>();
+    replay.anchor_state->write_deferred(std::make_shared<const SharedBytes>(bytes, r.owner()));
+  }
   return replay;
 }
 
@@ -236,7 +244,8 @@ class Anchors {
         watch_(std::move(o.watch_)),
         seen_(o.seen_),
         anchors_(std::move(o.anchors_)),
-        failure_(std::move(o.failure_)) {}
+        failure_(std::move(o.failure_)),
+        failure_shown_(o.failure_shown_) {}
   Anchors& operator=(Anchors&&) = delete;
 
   /// Pulls between anchors.
@@ -261,6 +270,30 @@ class Anchors {
       seen_ = true;
       next_ = std::min(next_, pulled);
     }
+  }
+
+  /// After a restore (read_position, then skip_inputs to replay.low), before
+  /// the first pull: the anchor the state named is the first one (its bytes
+  /// shared with the state, so nothing is saved on the restore's path; a
+  /// save before the next anchor replays what the restore did), and the
+  /// next is due after as many pulls as the restore replayed (at least
+  /// every()): saving the input now would serialize again what a shuffle
+  /// buffer pulled during the replay, on the way to the first element.
+  /// Without the anchor's bytes (a reader with no owner), saves the input.
+  template <class It>
+  void restored(Replay& replay, const It& input) noexcept {
+    seen_ = true;
+    if (replay.anchor_state) {
+      try {
+        std::lock_guard lock(mu_);
+        anchors_.push_back({replay.anchor, std::move(replay.anchor_state)});
+        next_ = replay.low + std::max(every_, replay.low - replay.anchor);
+        return;
+      } catch (...) {
+        // No memory for the queue: save the input instead.
+      }
+    }
+    take(input, replay.low, replay.low);
   }
 
   /// Puller: an anchor is due before pulling the input at `pulled`.
@@ -325,7 +358,7 @@ class Anchors {
       retry_later(pulled);
       try {
         std::lock_guard lock(mu_);
-        failure_ = std::current_exception();
+        if (!failure_shown_) failure_ = std::current_exception();
       } catch (...) {
       }
     }
@@ -357,7 +390,10 @@ class Anchors {
           break;
         }
       }
-      failure = failure_;
+      if (!found && failure_) {
+        failure = failure_;
+        failure_shown_ = true;
+      }
     }
     if (!found) {
       if (failure) std::rethrow_exception(failure);
@@ -431,6 +467,10 @@ class Anchors {
   std::deque<Anchor> anchors_;    // oldest first
   std::vector<std::byte> spare_;  // a dropped anchor's storage (64 KiB or more), for the next
   std::exception_ptr failure_;    // the input's error from its last failed save
+  // A save() rethrew failure_: it stays from then on (the same error for
+  // each save), so that the consumer's thread, which may still hold the
+  // exception, is the one to release it last, not the puller's.
+  mutable bool failure_shown_ = false;
 };
 
 /// The position of a stage that pulls its input on the consumer's thread
@@ -445,14 +485,15 @@ void save_pulled(StateWriter& w, const Anchors& anchors, const Replay& replay, c
 }
 
 /// Restores what save_pulled wrote into a fresh iterator: `input` from the
-/// anchor, replayed to the first input not delivered, and a first anchor
-/// there. Returns that position (the stage's next input).
+/// anchor, replayed to the first input not delivered; the anchor is the
+/// first one (Anchors::restored). Returns that position (the stage's next
+/// input).
 template <class It>
 std::int64_t restore_pulled(StateReader& r, Anchors& anchors, Replay& replay, It& input,
                             std::string_view stage) {
   replay = read_position(r, input, stage);
   skip_inputs(input, replay.low - replay.anchor, stage);
-  anchors.take(input, replay.low, replay.low);
+  anchors.restored(replay, input);
   return replay.low;
 }
 

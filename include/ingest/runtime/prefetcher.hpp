@@ -280,11 +280,12 @@ class Prefetcher {
   /// input from the anchor and replays it to the consumer's position.
   void restore_position(StateReader& r, std::string_view stage) {
     Shared& s = *shared_;
-    const Replay replay = read_position(r, *s.input, stage);
+    Replay replay = read_position(r, *s.input, stage);
     replay.expect_in_order(stage);
     skip_inputs(*s.input, replay.low - replay.anchor, stage);
     s.base = replay.low;
     s.anchors.emplace(s.anchors->every(), s.base);
+    s.anchors->restored(replay, *s.input);
     s.anchors->watch(s.checkpointed);
   }
 
