@@ -130,8 +130,12 @@ TEST_CASE("FileMapping populates ahead of the reader through its executor", "[fo
   detail::FileMapping m(file, queue.executor());
   REQUIRE_FALSE(m.empty());
   REQUIRE(m.size() == bytes.size());
-  // The reader faults the first chunk in itself; one job populates the rest of the window.
+  // The reader faults the first chunk in itself; once it has read half of
+  // it, one job populates the rest of the window.
   CHECK(m.populated() == chunk);
+  m.advance(chunk / 2 - 1);
+  CHECK(queue.jobs.empty());
+  m.advance(chunk / 2);
   CHECK(queue.run_all() == 1);
   CHECK(m.populated() == ahead);
   CHECK(std::string_view(m.data(), m.size()) == bytes);
@@ -157,6 +161,18 @@ TEST_CASE("FileMapping populates ahead of the reader through its executor", "[fo
   CHECK(queue.jobs.size() == 1);
   queue.run_all();
   CHECK(late.populated() == 4 * ahead);
+
+  // A reader that starts further in (a restore's seek) faults the chunk from
+  // there in itself; population starts there, once it has read half of it.
+  detail::FileMapping from(file, queue.executor());
+  from.start_at(2 * ahead + 5);
+  CHECK(from.populated() == 2 * ahead + chunk);
+  from.advance(2 * ahead + chunk / 4);
+  CHECK(queue.jobs.empty());
+  from.advance(2 * ahead + 5 + chunk / 2);
+  CHECK(queue.run_all() == 1);
+  CHECK(from.populated() == 3 * ahead);
+  CHECK(std::string_view(from.data(), from.size()) == bytes);
 }
 
 TEST_CASE("FileMapping's background jobs outlive it safely", "[formats][file]") {
@@ -168,6 +184,7 @@ TEST_CASE("FileMapping's background jobs outlive it safely", "[formats][file]") 
   {
     detail::FileMapping m(file, queue.executor());
     CHECK(m.data()[bytes.size() - 1] == bytes.back());
+    m.advance(detail::FileMapping::populate_chunk);
     REQUIRE_FALSE(queue.jobs.empty());
   }  // destroyed with population jobs pending: its unmapping is queued behind them
   const std::size_t pending = queue.jobs.size();

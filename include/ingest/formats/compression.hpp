@@ -284,6 +284,7 @@ class InputStream {
     }
     if (mapped()) {
       if (offset - offset_ > available()) shorter();
+      mapping_.start_at(begin_ + static_cast<std::size_t>(offset - offset_));
       consume(static_cast<std::size_t>(offset - offset_));
       return;
     }

@@ -251,7 +251,12 @@ using BackgroundExecutor = std::function<void(std::function<void()>)>;
 /// BackgroundExecutor, the mapping has the pages ahead of the reader entered
 /// into the page tables by one job at a time on another thread
 /// (MADV_POPULATE_READ, Linux 5.14+; without it the reader takes the faults
-/// itself), populate_ahead bytes ahead, and unmaps there too. Behind the
+/// itself), populate_ahead bytes ahead, and unmaps there too. The reader
+/// faults its first chunk in itself (from where it starts: start_at), and
+/// the first job comes once it has read half of it: a job holds the
+/// process's mapping lock, which every mmap waits for, so files opened
+/// together (an interleave's cycle, a restore) open without waiting on each
+/// other's jobs, and a reader that stops early populates nothing. Behind the
 /// reader it lets the kernel drop the pages from this process (they stay in
 /// the page cache), so a long file does not pile up in resident memory.
 class FileMapping {
@@ -266,13 +271,8 @@ class FileMapping {
     if (p == MAP_FAILED) return;
     region_ = std::make_shared<Region>(static_cast<const char*>(p), size);
     ::madvise(p, size, MADV_SEQUENTIAL);
-    if (background && size > populate_chunk + populate_chunk) {
-      background_ = std::move(background);
-      // The reader faults the first chunk in itself.
-      requested_ = populate_chunk;
-      region_->populated.store(populate_chunk, std::memory_order_relaxed);
-    }
-    advance(0);
+    if (background && size > populate_chunk + populate_chunk) background_ = std::move(background);
+    start_at(0);
   }
 
   FileMapping(FileMapping&&) noexcept = default;
@@ -297,6 +297,23 @@ class FileMapping {
   /// How far the background job has populated the mapping (bytes from the start).
   std::size_t populated() const noexcept {
     return region_ ? region_->populated.load(std::memory_order_relaxed) : 0;
+  }
+
+  /// The reader starts at `offset` (before reading anything: a restore's
+  /// seek): it faults the chunk from there in itself, and population starts
+  /// when it has read half of it.
+  void start_at(std::size_t offset) noexcept {
+    if (!region_) return;
+    Region& r = *region_;
+    offset = std::min(offset, r.size);
+    r.reader_at.store(offset, std::memory_order_relaxed);
+    released_ = offset / page_size() * page_size();
+    next_step_ = released_ + release_step;
+    if (!background_) return;
+    requested_ = std::min(r.size, released_ + populate_chunk);  // page-aligned, as the job's calls
+    if (r.populated.load(std::memory_order_relaxed) < requested_)
+      r.populated.store(requested_, std::memory_order_relaxed);
+    next_step_ = std::min(next_step_, offset + populate_chunk / 2);
   }
 
   /// Tells the mapping that the reader is at `offset`: pages far behind are
