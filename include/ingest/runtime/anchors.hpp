@@ -4,7 +4,8 @@
 // element; the work in flight at the save is recomputed after a restore.
 //
 // Positions count the input elements the stage pulled (an input error is an
-// element). Every `every` pulls (and before the first) the thread that pulls
+// element). Every `every` pulls (and before the first; after a restore, the
+// state's anchor is the first: Anchors::restored) the thread that pulls
 // saves the input's state into an anchor {position, bytes} between two
 // pulls (a prefetch's producer: right after a pull, before it hands the
 // element over, so that a save just after the consumer takes it finds an
@@ -259,7 +260,8 @@ class Anchors {
   /// save or restore, poll() makes an anchor due at once, whatever the
   /// pacing: the stages that start keeping state for cheap saves then
   /// (shuffle's serialized buffer) are anchored from there on, not after the
-  /// long interval their earlier, costly saves set.
+  /// long interval their earlier, costly saves set. (A stage restored from
+  /// a state starts from the state's anchor instead: restored().)
   void watch(std::shared_ptr<const std::atomic<bool>> checkpointed) noexcept {
     watch_ = std::move(checkpointed);
   }
