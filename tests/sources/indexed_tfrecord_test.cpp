@@ -267,3 +267,69 @@ TEST_CASE("indexed_tfrecord: files that changed since they were indexed are data
     check_throws<DataLossError>([&] { collect(ds); }, {path, "was indexed but no longer exists"});
   }
 }
+
+TEST_CASE("indexed_tfrecord: reads planned ahead give the same records, errors and restores",
+          "[sources][indexed_tfrecord][checkpoint]") {
+  // `.in_flight` reads planned ahead (URLs' default; local files here, read
+  // as they are planned): the same output as one read at a time.
+  ThreeFiles f;
+  for (const std::size_t ahead : {std::size_t{2}, std::size_t{5}, std::size_t{64}}) {
+    CAPTURE(ahead);
+    CHECK(collect(indexed_tfrecord(f.paths, {.in_flight = ahead})) == f.all());
+    CHECK(collect(indexed_tfrecord(f.paths, {.block_bytes = 1, .in_flight = ahead})) == f.all());
+    CHECK(collect(indexed_tfrecord(f.paths, {.block_bytes = 60, .in_flight = ahead})) == f.all());
+    CHECK(collect(indexed_tfrecord(f.paths, {.in_flight = ahead}).global_shuffle({.seed = 4})) ==
+          collect(indexed_tfrecord(f.paths).global_shuffle({.seed = 4})));
+    check_restore_everywhere([&] {
+      return indexed_tfrecord(f.paths, {.block_bytes = 40, .in_flight = ahead})
+          .global_shuffle({.seed = 7})
+          .repeat(2);
+    });
+    check_restore_everywhere(
+        [&] { return indexed_tfrecord(f.paths, {.block_bytes = 50, .in_flight = ahead}); });
+  }
+}
+
+TEST_CASE("indexed_tfrecord: with reads planned ahead, an error belongs to its own records",
+          "[sources][indexed_tfrecord]") {
+  TempDir dir;
+  const V p = {"r0", "r1", "r2", "r3", "r4", "r5"};
+  const V paths{dir / "a", dir / "b", dir / "c"};
+  for (const std::string& path : paths) write_file(path, frame_records(p));
+  const auto ds = indexed_tfrecord(paths, {.block_bytes = 40, .in_flight = 4});
+  SECTION("a corrupt record in a span of two") {
+    std::string bytes = frame_records(p);
+    bytes[18 + 12] ^= 0x01;  // r1's payload: the second record of the first span of b
+    write_file(paths[1], bytes);
+    const auto out = collect_outcomes(ds);
+    REQUIRE(out.size() == 18);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      CAPTURE(i);
+      if (i == 7) {
+        CHECK_THAT(out[i].error, Catch::Matchers::Contains("corrupted record at 30") &&
+                                     Catch::Matchers::Contains(paths[1]));
+      } else {
+        CHECK(out[i].value == p[i % 6]);
+      }
+    }
+  }
+  SECTION("a file gone: each of its records fails, naming it; the others come") {
+    std::filesystem::remove(paths[1]);
+    const auto out = collect_outcomes(ds);
+    REQUIRE(out.size() == 18);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      CAPTURE(i);
+      if (i >= 6 && i < 12) {
+        CHECK_THAT(out[i].error, Catch::Matchers::Contains("was indexed but no longer exists") &&
+                                     Catch::Matchers::Contains(paths[1]));
+      } else {
+        CHECK(out[i].value == p[i % 6]);
+      }
+    }
+  }
+  SECTION("destroyed with reads planned") {
+    auto it = ds.global_shuffle({.seed = 2}).iterator();
+    CHECK(it.next().has_value());
+    CHECK(it.next().has_value());
+  }
+}

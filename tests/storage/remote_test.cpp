@@ -11,6 +11,7 @@
 #include "support/files.hpp"
 #include "support/nginx.hpp"
 #include "support/seaweedfs.hpp"
+#include "support/testing.hpp"
 
 using namespace ingest;
 using namespace ingest::testing;
@@ -219,4 +220,27 @@ TEST_CASE("indexed_tfrecord reads s3:// objects by position", "[remote][registra
   std::vector<std::string> expected = records;
   std::sort(expected.begin(), expected.end());
   CHECK(shuffled == expected);
+
+  // The files are opened for positional reads: one opening request each,
+  // then exactly one range per record, 16 planned ahead of the consumer (or
+  // 3 here); nothing is read ahead, and the stage's stats count it all.
+  std::uint64_t file_bytes = 0;
+  for (std::size_t f = 0; f < ds.index().num_files(); ++f) file_bytes += ds.index().file_size(f);
+  for (const std::size_t ahead : {std::size_t{0}, std::size_t{3}}) {
+    CAPTURE(ahead);
+    auto full = indexed_tfrecord(ds.index(), {.in_flight = ahead})
+                    .global_shuffle({.seed = 4})
+                    .iterator();
+    std::vector<std::string> pass;
+    while (auto r = full.next()) pass.push_back(*r);
+    std::sort(pass.begin(), pass.end());
+    CHECK(pass == expected);
+    const PipelineStats stats = full.stats();
+    const StageStats* source = testing::find_stage(stats, "indexed_tfrecord");
+    REQUIRE(source != nullptr);
+    CHECK(source->net_requests - source->net_retries == 120 + 3);
+    // Each opening request reads a whole file here (they are under 64 KiB).
+    CHECK(source->net_megabytes * 1e6 <= 2.0 * static_cast<double>(file_bytes) + 1);
+    CHECK(source->net_megabytes * 1e6 >= static_cast<double>(file_bytes));
+  }
 }

@@ -1,4 +1,4 @@
-// indexed_tfrecord(paths or index, {.verify_crc, .block_bytes}): the records
+// indexed_tfrecord(paths or index, {.verify_crc, .block_bytes, .in_flight}): the records
 // of TFRecord files by position. build_tfrecord_index(paths) reads the files
 // once and keeps where each record starts (8 bytes per record); the dataset
 // then reads record i of the concatenated files with one positional read
@@ -18,7 +18,11 @@
 //
 // Records that lie one after another in a file (no shuffle) are read
 // together, up to `.block_bytes` per read; a shuffled read fetches exactly its
-// record. Each record's header and CRCs are checked against the index: a file
+// record. For URLs the reads of the next `.in_flight` (16) spans are planned
+// ahead of the consumer and their range requests sent together, so a global
+// shuffle over an object store waits for one round trip per 16 records, not
+// per record; the files are opened for positional reads (nothing read ahead).
+// Each record's header and CRCs are checked against the index: a file
 // whose size differs from the indexed one raises DataLossError naming it
 // (indexed, then changed), a vanished one too; a mismatch inside a record
 // raises DataLossError with the file and offset, and the iterator moves on to
@@ -32,6 +36,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +87,9 @@ class TFRecordIndex {
             end - offset - detail::tfrecord_header_bytes - detail::tfrecord_footer_bytes};
   }
 
+  /// Whether a file is a URL (read through its scheme).
+  bool has_urls() const noexcept { return has_urls_; }
+
   /// The files, their sizes and record counts (what a checkpoint depends on).
   void fingerprint(Fingerprint& fp) const {
     fp.add(static_cast<std::uint64_t>(files_.size())).add(size());
@@ -91,6 +100,7 @@ class TFRecordIndex {
   /// Adds the records of one file: `offsets` (each record's start, in
   /// order) of the file `path` of `size` bytes.
   void add_file(std::string path, std::uint64_t size, const std::vector<std::uint64_t>& offsets) {
+    has_urls_ = has_urls_ || storage::is_url(path);
     files_.push_back(std::move(path));
     sizes_.push_back(size);
     offsets_.insert(offsets_.end(), offsets.begin(), offsets.end());
@@ -102,6 +112,7 @@ class TFRecordIndex {
   std::vector<std::uint64_t> sizes_;
   std::vector<std::uint64_t> first_{0};  // files + 1 prefix counts
   std::vector<std::uint64_t> offsets_;   // every record's header offset
+  bool has_urls_ = false;
 };
 
 /// Reads the TFRecord files `paths` (plain, local or URLs) once, checking
@@ -139,6 +150,12 @@ struct IndexedTFRecordOptions {
   /// Records that follow one another in a file are read together, up to
   /// this many bytes per read (one range request for a URL).
   std::size_t block_bytes = std::size_t{1} << 20;
+  /// Reads planned ahead of the consumer, each a record or a run of
+  /// records that follow one another (0: default_in_flight when a file is
+  /// a URL, whose range requests then wait for the network together; 1 for
+  /// local files, read when needed).
+  std::size_t in_flight = 0;
+  static constexpr std::size_t default_in_flight = 16;
 };
 
 namespace detail {
@@ -188,20 +205,47 @@ class IndexedTFRecordIterator {
   /// of pass `pass`; `passes` (reshuffling) is the dataset's pass counter.
   IndexedTFRecordIterator(std::shared_ptr<const TFRecordIndex> index,
                           IndexedTFRecordOptions options, std::optional<std::uint64_t> shuffle_seed,
-                          std::shared_ptr<std::atomic<std::uint64_t>> passes, std::uint64_t pass)
+                          std::shared_ptr<std::atomic<std::uint64_t>> passes, std::uint64_t pass,
+                          std::shared_ptr<StageNode> node = nullptr)
       : index_(std::move(index)),
         options_(options),
         seed_(shuffle_seed),
         passes_(std::move(passes)),
-        pass_(pass) {
+        pass_(pass),
+        node_(std::move(node)) {
+    window_ = options_.in_flight != 0 ? options_.in_flight
+              : index_->has_urls()    ? IndexedTFRecordOptions::default_in_flight
+                                      : 1;
     order();
   }
 
   std::optional<std::string> next() {
     if (pos_ == index_->size()) return std::nullopt;
-    const std::uint64_t record = record_at(pos_);
+    plan();
+    Span& span = ahead_.front();
+    const TFRecordIndex::Location at = index_->locate(record_at(pos_));
     ++pos_;  // a record that fails to read is consumed (its error is the element)
-    return read(record);
+    if (!span.done) {
+      span.done = true;
+      try {
+        if (span.error) std::rethrow_exception(std::exchange(span.error, nullptr));
+        span.bytes = span.read.get();
+      } catch (...) {
+        replan_after_failure();
+        throw;
+      }
+      if (span.source) span.source.reset();  // the file may close once no read needs it
+    }
+    std::optional<std::string> record;
+    const bool last = pos_ == span.end;
+    try {
+      record.emplace(extract(span, at));
+    } catch (...) {
+      if (last) pop_front();
+      throw;
+    }
+    if (last) pop_front();
+    return record;
   }
 
   /// Checkpoint: the number of records, the pass and the position.
@@ -219,6 +263,8 @@ class IndexedTFRecordIterator {
     std::uint64_t pass = 0;
     r.read(pass);
     pos_ = r.read_position(static_cast<std::size_t>(index_->size()), "indexed_tfrecord", "records");
+    ahead_.clear();  // reads in flight for the old position are dropped
+    planned_ = pos_;
     if (passes_) {
       pass_ = pass;
       order();
@@ -231,6 +277,18 @@ class IndexedTFRecordIterator {
     std::size_t file = 0;
     FileReader reader;
   };
+  // One read: the records at positions [first, end), which lie one after
+  // another in one file, `offset` .. `offset + length` of it.
+  struct Span {
+    std::uint64_t first = 0, end = 0;
+    std::size_t file = 0;
+    std::uint64_t offset = 0, length = 0;
+    bool started = false, done = false;
+    std::shared_ptr<OpenFile> source{};  // keeps the reader alive while the read is in flight
+    FileReader::PendingRead read{};
+    std::exception_ptr error{};  // the read could not start (the file would not open)
+    std::string bytes{};
+  };
 
   void order() {
     if (seed_) {
@@ -242,29 +300,81 @@ class IndexedTFRecordIterator {
     return permutation_ ? (*permutation_)(position) : position;
   }
 
-  std::string read(std::uint64_t record) {
-    const TFRecordIndex::Location at = index_->locate(record);
-    const std::uint64_t total =
-        at.length + detail::tfrecord_header_bytes + detail::tfrecord_footer_bytes;
-    FileReader& file = open(at.file);
-    if (at.file != block_file_ || at.offset < block_begin_ ||
-        at.offset - block_begin_ > block_.size() ||
-        total > block_.size() - (at.offset - block_begin_)) {
-      // Sequential: this record and those after it in the file, up to block_bytes.
-      std::uint64_t want = total;
-      if (!permutation_)
-        want = std::max<std::uint64_t>(
-            total,
-            std::min<std::uint64_t>(options_.block_bytes, index_->file_size(at.file) - at.offset));
-      block_file_ = static_cast<std::size_t>(-1);
-      block_.resize(static_cast<std::size_t>(want));
-      const std::size_t got = file.read_at(at.offset, block_.data(), block_.size());
-      if (got < total) changed(at, "it ends inside the record");
-      block_.resize(got);
-      block_file_ = at.file;
-      block_begin_ = at.offset;
+  // Plans reads for the positions after those planned, up to `window_`
+  // reads, and starts those not started: for URLs the range requests go out
+  // together; a local file is read one span at a time.
+  void plan() {
+    while (ahead_.size() < window_ && planned_ < index_->size()) {
+      ahead_.push_back(span_from(planned_));
+      planned_ = ahead_.back().end;
     }
-    const char* h = block_.data() + (at.offset - block_begin_);
+    for (Span& span : ahead_) {
+      if (!span.started) start(span);
+    }
+  }
+
+  // The span of records from `position`: the next positions' records as
+  // long as each starts where the one before ends in the same file, up to
+  // block_bytes (at least one record).
+  Span span_from(std::uint64_t position) const {
+    const TFRecordIndex::Location at = index_->locate(record_at(position));
+    Span span{.first = position, .end = position + 1, .file = at.file, .offset = at.offset,
+              .length = framed(at)};
+    while (span.end < index_->size()) {
+      const TFRecordIndex::Location next = index_->locate(record_at(span.end));
+      if (next.file != span.file || next.offset != span.offset + span.length ||
+          span.length + framed(next) > options_.block_bytes) {
+        break;
+      }
+      span.length += framed(next);
+      ++span.end;
+    }
+    return span;
+  }
+  static std::uint64_t framed(const TFRecordIndex::Location& at) noexcept {
+    return at.length + detail::tfrecord_header_bytes + detail::tfrecord_footer_bytes;
+  }
+
+  void start(Span& span) {
+    span.started = true;
+    try {
+      span.source = open(span.file);
+      span.read = span.source->reader.start_read_at(
+          span.offset, static_cast<std::size_t>(span.length), std::move(spare_));
+    } catch (...) {
+      span.error = std::current_exception();
+    }
+  }
+
+  // The front span's read failed at the record just consumed: the records
+  // after it in the span get a read of their own.
+  void replan_after_failure() {
+    const std::uint64_t end = ahead_.front().end;
+    ahead_.pop_front();
+    if (pos_ < end) {
+      Span rest = span_from(pos_);
+      rest.end = std::min(rest.end, end);
+      rest.length = 0;
+      for (std::uint64_t p = rest.first; p < rest.end; ++p)
+        rest.length += framed(index_->locate(record_at(p)));
+      ahead_.push_front(std::move(rest));
+    }
+  }
+
+  void pop_front() {
+    spare_ = std::move(ahead_.front().bytes);  // its capacity serves the next local read
+    ahead_.pop_front();
+  }
+
+  // The record `at` from its span's bytes, checked against the index.
+  std::string extract(Span& span, const TFRecordIndex::Location& at) {
+    const std::uint64_t total = framed(at);
+    const std::uint64_t begin = at.offset - span.offset;
+    if (span.bytes.size() < begin + total) {
+      span.bytes.clear();
+      changed(at, "it ends inside the record");
+    }
+    const char* h = span.bytes.data() + begin;
     if (detail::load_le64(h) != at.length) {
       changed(at, "the record's length is " + std::to_string(detail::load_le64(h)) +
                       ", the index's " + std::to_string(at.length));
@@ -282,18 +392,19 @@ class IndexedTFRecordIterator {
 
   // The open reader of file `f`, opening it (and closing the least recently
   // used one beyond max_open_files); its size must be the indexed one.
-  FileReader& open(std::size_t f) {
+  std::shared_ptr<OpenFile> open(std::size_t f) {
     for (std::size_t i = 0; i < open_.size(); ++i) {
-      if (open_[i].file == f) {
+      if (open_[i]->file == f) {
         std::rotate(open_.begin(), open_.begin() + static_cast<std::ptrdiff_t>(i),
                     open_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-        return open_.front().reader;
+        return open_.front();
       }
     }
     const std::string& path = index_->file(f);
+    const storage::ScopedTransferAccount account(node_);  // remote reads count for this stage
     std::optional<FileReader> reader;
     try {
-      reader.emplace(path, "indexed_tfrecord");
+      reader.emplace(path, "indexed_tfrecord", storage::Access::positional);
     } catch (const IoError&) {
       if (!detail::file_exists(path, "indexed_tfrecord")) {
         throw DataLossError("indexed_tfrecord: " + path + " was indexed but no longer exists",
@@ -307,13 +418,12 @@ class IndexedTFRecordIterator {
                               " when it was indexed (it changed since: build the index again)",
                           {.stage = "indexed_tfrecord", .file = path});
     }
-    if (open_.size() == max_open_files) open_.pop_back();
-    open_.insert(open_.begin(), OpenFile{f, std::move(*reader)});
-    return open_.front().reader;
+    if (open_.size() == max_open_files) open_.pop_back();  // closed once no read needs it
+    open_.insert(open_.begin(), std::make_shared<OpenFile>(OpenFile{f, std::move(*reader)}));
+    return open_.front();
   }
 
   [[noreturn]] void changed(const TFRecordIndex::Location& at, const std::string& why) {
-    block_file_ = static_cast<std::size_t>(-1);
     throw DataLossError(
         "indexed_tfrecord: the record at " + std::to_string(at.offset) +
             " does not match the index (" + why +
@@ -333,12 +443,14 @@ class IndexedTFRecordIterator {
   std::optional<std::uint64_t> seed_;
   std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
   std::uint64_t pass_ = 0;
+  std::shared_ptr<StageNode> node_;  // this source's model node, if measured
   std::optional<IndexPermutation> permutation_;  // global shuffle: position -> record
   std::uint64_t pos_ = 0;
-  std::vector<OpenFile> open_;  // most recently used first
-  std::string block_;           // the bytes of the last read
-  std::size_t block_file_ = static_cast<std::size_t>(-1);
-  std::uint64_t block_begin_ = 0;
+  std::vector<std::shared_ptr<OpenFile>> open_;  // most recently used first
+  std::deque<Span> ahead_;      // the reads planned, the one at pos_ first
+  std::uint64_t planned_ = 0;   // the first position no read covers
+  std::size_t window_ = 1;      // reads planned ahead
+  std::string spare_;           // the buffer of the last span read, for the next local read
 };
 
 }  // namespace detail
@@ -366,11 +478,14 @@ class IndexedTFRecordDataset : public DatasetBase<IndexedTFRecordDataset, std::s
     return out;
   }
 
-  detail::IndexedTFRecordIterator make_iterator(const IteratorContext&) const {
-    if (!shuffle_) return {index_, options_, std::nullopt, nullptr, 0};
-    if (!shuffle_->reshuffle_each_iteration) return {index_, options_, seed_, nullptr, 0};
+  detail::IndexedTFRecordIterator make_iterator(const IteratorContext& ctx) const {
+    std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
+    if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
+    if (!shuffle_) return {index_, options_, std::nullopt, nullptr, 0, std::move(node)};
+    if (!shuffle_->reshuffle_each_iteration)
+      return {index_, options_, seed_, nullptr, 0, std::move(node)};
     const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
-    return {index_, options_, seed_, passes_, pass};
+    return {index_, options_, seed_, passes_, pass, std::move(node)};
   }
 
   /// The index (the files and where each record starts).

@@ -10,6 +10,7 @@
 // loading.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -34,6 +35,22 @@ struct TransferCounters {
   std::uint64_t wait_ns{};
 };
 
+/// How an object will be read: sequentially from its start (the reader
+/// reads ahead), or by position (read_at / start_read_at only: nothing is
+/// read ahead, and opening fetches only what pins the object's size and
+/// version).
+enum class Access { sequential, positional };
+
+/// A positional read in flight (RemoteReader::start_read_at).
+class RemoteRead {
+ public:
+  virtual ~RemoteRead() = default;
+  /// Waits for the bytes (fewer than asked only at the end of the object)
+  /// or throws the read's error (IoError / DataLossError naming the URL and
+  /// offset). Call once.
+  virtual std::string get() = 0;
+};
+
 /// One remote object opened for reading. Its size and version (ETag) are
 /// pinned at open: an object replaced while it is read raises DataLossError
 /// naming the URL and offset. Reads throw IoError (after the scheme's
@@ -50,6 +67,31 @@ class RemoteReader {
   /// Reads up to n bytes at `offset` without moving the sequential position;
   /// returns fewer only at the end of the object.
   virtual std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) = 0;
+  /// Starts reading up to n bytes at `offset`; several reads may be in
+  /// flight at once, their get() in any order. The reader must outlive
+  /// get(). This default reads in get(), one read at a time; a reader that
+  /// can overlap requests overrides it.
+  virtual std::unique_ptr<RemoteRead> start_read_at(std::uint64_t offset, std::size_t n) {
+    class Deferred final : public RemoteRead {
+     public:
+      Deferred(RemoteReader& reader, std::uint64_t offset, std::size_t n)
+          : reader_(reader), offset_(offset), n_(n) {}
+      std::string get() override {
+        const std::uint64_t size = reader_.size();
+        const std::size_t n =
+            offset_ >= size ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(n_, size - offset_));
+        std::string bytes(n, '\0');
+        bytes.resize(reader_.read_at(offset_, bytes.data(), n));
+        return bytes;
+      }
+
+     private:
+      RemoteReader& reader_;
+      std::uint64_t offset_;
+      std::size_t n_;
+    };
+    return std::make_unique<Deferred>(*this, offset, n);
+  }
   /// What this reader has transferred so far.
   virtual TransferCounters counters() const = 0;
 };
@@ -74,6 +116,12 @@ class Scheme {
   /// Opens `url` for reading. `stage` names the caller in errors.
   virtual std::unique_ptr<RemoteReader> open_read(const std::string& url,
                                                   std::string_view stage) = 0;
+  /// Opens `url` for positional reads (Access::positional: nothing is read
+  /// ahead). This default opens as open_read does.
+  virtual std::unique_ptr<RemoteReader> open_positional(const std::string& url,
+                                                        std::string_view stage) {
+    return open_read(url, stage);
+  }
   /// Opens `url` for writing; InvalidArgument if the scheme is read-only.
   virtual std::unique_ptr<RemoteWriter> open_write(const std::string& url,
                                                    std::string_view stage) = 0;

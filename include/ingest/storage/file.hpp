@@ -68,10 +68,15 @@ inline AlignedBuffer make_aligned_buffer(std::size_t n) {
 /// A URL is read through its scheme's RemoteReader (no file descriptor).
 class FileReader {
  public:
-  /// Opens `path`. Throws IoError naming `stage` and the file.
-  FileReader(std::string path, std::string_view stage) : path_(std::move(path)) {
+  /// Opens `path` for `access` (a URL opened for Access::positional reads
+  /// nothing ahead). Throws IoError naming `stage` and the file.
+  FileReader(std::string path, std::string_view stage,
+             storage::Access access = storage::Access::sequential)
+      : path_(std::move(path)) {
     if (storage::is_url(path_)) {
-      remote_ = storage::scheme_for(path_, stage)->open_read(path_, stage);
+      auto& scheme = *storage::scheme_for(path_, stage);
+      remote_ = access == storage::Access::positional ? scheme.open_positional(path_, stage)
+                                                      : scheme.open_read(path_, stage);
       account_ = storage::current_transfer_node();
       size_ = remote_->size();
       regular_ = true;
@@ -94,7 +99,7 @@ class FileReader {
     size_ = S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
     regular_ = S_ISREG(st.st_mode);
 #ifdef POSIX_FADV_SEQUENTIAL
-    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (access == storage::Access::sequential) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
   }
   FileReader(FileReader&& o) noexcept
@@ -183,6 +188,42 @@ class FileReader {
       total += static_cast<std::size_t>(got);
     }
     return total;
+  }
+
+  /// A positional read started by start_read_at.
+  class PendingRead {
+   public:
+    /// The bytes (fewer than asked only at the end of the file); throws the
+    /// read's IoError or DataLossError. Call once.
+    std::string get() {
+      if (!remote_) return std::move(bytes_);
+      std::string bytes = remote_->get();
+      reader_->report();
+      return bytes;
+    }
+
+   private:
+    friend class FileReader;
+    const FileReader* reader_ = nullptr;
+    std::unique_ptr<storage::RemoteRead> remote_{};
+    std::string bytes_{};
+  };
+
+  /// Starts reading up to n bytes at `offset` (into `buffer`'s storage for a
+  /// local file, reusing its capacity). A URL's range request is sent now
+  /// and several may be in flight; a local file is read now (pread). The
+  /// reader must outlive get(). Throws IoError for a local read failure.
+  PendingRead start_read_at(std::uint64_t offset, std::size_t n, std::string buffer = {}) const {
+    PendingRead read;
+    read.reader_ = this;
+    if (remote_) {
+      read.remote_ = remote_->start_read_at(offset, n);
+      return read;
+    }
+    buffer.resize(n);
+    buffer.resize(read_at(offset, buffer.data(), n));
+    read.bytes_ = std::move(buffer);
+    return read;
   }
 
   const std::string& path() const noexcept { return path_; }

@@ -288,14 +288,20 @@ class RangedReader final : public RemoteReader {
   /// the reader declares itself to that stage's readahead knobs: with a
   /// value of `readahead` left 0 and the pipeline autotuned, it follows the
   /// knobs, which the autotuner tunes, reading them each time it requests
-  /// a block; with both set, the knobs show them, fixed.
+  /// a block; with both set, the knobs show them, fixed. Opened for
+  /// Access::positional, it reads nothing ahead (read_at / start_read_at
+  /// fetch exactly their ranges), its opening request fetches at most
+  /// positional_open_bytes, and it leaves the stage's readahead knobs alone.
   RangedReader(std::shared_ptr<HttpClient> client, Url url, PrepareRequest prepare,
-               ReadaheadOptions readahead, std::string_view stage)
+               ReadaheadOptions readahead, std::string_view stage,
+               Access access = Access::sequential)
       : client_(std::move(client)) {
     if (!client_) {
       throw InvalidArgument("RangedReader: no HttpClient", {.stage = std::string(stage)});
     }
-    std::shared_ptr<ingest::detail::StageNode> node = current_transfer_node();
+    const bool positional = access == Access::positional;
+    std::shared_ptr<ingest::detail::StageNode> node =
+        positional ? nullptr : current_transfer_node();
     const bool autotune = node && node->model() &&
                           node->model()->autotune.load(std::memory_order_relaxed) &&
                           (readahead.block_size == 0 || readahead.in_flight == 0);
@@ -336,7 +342,8 @@ class RangedReader final : public RemoteReader {
     auto fetch = std::make_shared<detail::RangedFetch>();
     fetch->shared = shared_;
     fetch->offset = 0;
-    fetch->length = this->readahead().block_size;
+    fetch->length = positional ? std::min(this->readahead().block_size, positional_open_bytes)
+                               : this->readahead().block_size;
     fetch->open = true;
     auto result = fetch->outcome;
     fetch->start();
@@ -357,12 +364,15 @@ class RangedReader final : public RemoteReader {
     if (const auto* tag = response.header("ETag")) shared_->etag = *tag;
     if (block_.size() > shared_->size) block_.resize(static_cast<std::size_t>(shared_->size));
     next_launch_ = block_.size();
-    top_up();
+    if (!positional) top_up();  // a sequential read() tops up when it needs a block
     if (node) {  // open: its blocks count against the stage's RAM budget
       node_ = std::move(node);
       node_->readahead.open_readers.fetch_add(1, std::memory_order_relaxed);
     }
   }
+
+  /// The most a positional reader's opening request fetches.
+  static constexpr std::size_t positional_open_bytes = std::size_t{64} << 10;
 
   RangedReader(const RangedReader&) = delete;
   RangedReader& operator=(const RangedReader&) = delete;
@@ -421,14 +431,40 @@ class RangedReader final : public RemoteReader {
   /// Reads up to n bytes at `offset` with one ranged GET (not cached, not
   /// read ahead); fewer only at the end. Thread-safe.
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) override {
-    if (offset >= shared_->size || n == 0) return 0;
-    const auto length =
-        static_cast<std::size_t>(std::min<std::uint64_t>(n, shared_->size - offset));
-    auto result = launch(offset, length);
-    const std::string data = wait(*result);
-    if (data.size() != length) throw internal_error("a short range");
-    std::memcpy(dst, data.data(), length);
-    return length;
+    const std::string data = start_read_at(offset, n)->get();
+    if (!data.empty()) std::memcpy(dst, data.data(), data.size());
+    return data.size();
+  }
+
+  /// Sends the ranged GET for up to n bytes at `offset` now; get() waits for
+  /// it (the wait counts in counters()). Any number may be in flight, each
+  /// on its own pooled connection. Thread-safe.
+  std::unique_ptr<RemoteRead> start_read_at(std::uint64_t offset, std::size_t n) override {
+    class Read final : public RemoteRead {
+     public:
+      Read(RangedReader& reader, std::uint64_t offset, std::size_t length)
+          : reader_(reader),
+            offset_(offset),
+            length_(length),
+            result_(length == 0 ? nullptr : reader.launch(offset, length)) {}
+      std::string get() override {
+        if (!result_) return {};
+        std::string data = reader_.wait(*result_);
+        if (data.size() != length_) throw reader_.internal_error("a short range", offset_);
+        return data;
+      }
+
+     private:
+      RangedReader& reader_;
+      std::uint64_t offset_;
+      std::size_t length_;
+      std::shared_ptr<detail::Completion<std::string>> result_;
+    };
+    const std::size_t length =
+        offset >= shared_->size
+            ? 0
+            : static_cast<std::size_t>(std::min<std::uint64_t>(n, shared_->size - offset));
+    return std::make_unique<Read>(*this, offset, length);
   }
 
   /// Bytes fetched, requests and retries sent, and the time read calls
@@ -498,8 +534,11 @@ class RangedReader final : public RemoteReader {
   }
 
   InternalError internal_error(std::string_view what) const {
+    return internal_error(what, position_);
+  }
+  InternalError internal_error(std::string_view what, std::uint64_t offset) const {
     return InternalError("RangedReader: " + std::string(what),
-                         {.stage = shared_->stage, .file = shared_->name, .offset = position_});
+                         {.stage = shared_->stage, .file = shared_->name, .offset = offset});
   }
 
   std::shared_ptr<HttpClient> client_;
@@ -551,6 +590,12 @@ class HttpScheme final : public Scheme {
   std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
     return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead(),
                                           stage);
+  }
+  /// The same, for positional reads (nothing read ahead).
+  std::unique_ptr<RemoteReader> open_positional(const std::string& url,
+                                                std::string_view stage) override {
+    return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead(),
+                                          stage, Access::positional);
   }
 
   std::unique_ptr<RemoteWriter> open_write(const std::string& url,

@@ -48,6 +48,10 @@ class LazyScheme final : public Scheme {
   std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
     return get().open_read(url, stage);
   }
+  std::unique_ptr<RemoteReader> open_positional(const std::string& url,
+                                                std::string_view stage) override {
+    return get().open_positional(url, stage);
+  }
   std::unique_ptr<RemoteWriter> open_write(const std::string& url,
                                            std::string_view stage) override {
     return get().open_write(url, stage);

@@ -269,6 +269,22 @@ class S3Reader final : public RemoteReader {
   std::size_t read_at(std::uint64_t offset, void* dst, std::size_t n) override {
     return with_s3_url(url_, stage_, [&] { return inner_->read_at(offset, dst, n); });
   }
+  std::unique_ptr<RemoteRead> start_read_at(std::uint64_t offset, std::size_t n) override {
+    class Read final : public RemoteRead {
+     public:
+      Read(std::unique_ptr<RemoteRead> inner, const S3Reader& reader)
+          : inner_(std::move(inner)), reader_(reader) {}
+      std::string get() override {
+        return with_s3_url(reader_.url_, reader_.stage_, [&] { return inner_->get(); });
+      }
+
+     private:
+      std::unique_ptr<RemoteRead> inner_;
+      const S3Reader& reader_;
+    };
+    return std::make_unique<Read>(
+        with_s3_url(url_, stage_, [&] { return inner_->start_read_at(offset, n); }), *this);
+  }
   TransferCounters counters() const override { return inner_->counters(); }
 
  private:
@@ -441,37 +457,12 @@ class S3Scheme final : public Scheme {
   /// A ranged, read-ahead reader of the object; a missing object or denied
   /// access throws IoError naming the URL at once.
   std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
-    const S3Location loc = parse_s3_url(url, stage);
-    const std::string st(stage);
-    if (loc.key.empty()) {
-      throw InvalidArgument("an s3:// URL without a key cannot be read",
-                            {.stage = st, .file = url});
-    }
-    const Url http_url = client_->url(loc.bucket, loc.key);
-    std::unique_ptr<RemoteReader> inner;
-    try {
-      inner = detail::with_s3_url(url, st, [&] {
-        return std::make_unique<RangedReader>(client_->http(), http_url,
-                                              client_->signer(sha256_hex({})),
-                                              client_->options().readahead, stage);
-      });
-    } catch (const IoError&) {
-      // The reader reports the status only; S3's error body says more
-      // (NoSuchBucket or NoSuchKey, SignatureDoesNotMatch or AccessDenied):
-      // one more request, on the failure path only.
-      std::optional<HttpResponse> r;
-      try {
-        r = client_->send(url, stage, "GET", http_url, {}, {{"Range", "bytes=0-0"}});
-      } catch (const Error&) {
-      }
-      if (r && r->status >= 400 && r->status < 500 && parse_s3_error(r->body)) {
-        IoError e = S3Client::error(*r, "GetObject", url, stage);
-        e.add_context({.offset = 0});
-        throw e;
-      }
-      throw;
-    }
-    return std::make_unique<detail::S3Reader>(std::move(inner), url, st);
+    return open(url, stage, Access::sequential);
+  }
+  /// The same, for positional reads (nothing read ahead).
+  std::unique_ptr<RemoteReader> open_positional(const std::string& url,
+                                                std::string_view stage) override {
+    return open(url, stage, Access::positional);
   }
 
   /// A writer that makes the object appear only on commit (single PUT up
@@ -519,6 +510,40 @@ class S3Scheme final : public Scheme {
   }
 
  private:
+  std::unique_ptr<RemoteReader> open(const std::string& url, std::string_view stage,
+                                     Access access) {
+    const S3Location loc = parse_s3_url(url, stage);
+    const std::string st(stage);
+    if (loc.key.empty()) {
+      throw InvalidArgument("an s3:// URL without a key cannot be read",
+                            {.stage = st, .file = url});
+    }
+    const Url http_url = client_->url(loc.bucket, loc.key);
+    std::unique_ptr<RemoteReader> inner;
+    try {
+      inner = detail::with_s3_url(url, st, [&] {
+        return std::make_unique<RangedReader>(client_->http(), http_url,
+                                              client_->signer(sha256_hex({})),
+                                              client_->options().readahead, stage, access);
+      });
+    } catch (const IoError&) {
+      // The reader reports the status only; S3's error body says more
+      // (NoSuchBucket or NoSuchKey, SignatureDoesNotMatch or AccessDenied):
+      // one more request, on the failure path only.
+      std::optional<HttpResponse> r;
+      try {
+        r = client_->send(url, stage, "GET", http_url, {}, {{"Range", "bytes=0-0"}});
+      } catch (const Error&) {
+      }
+      if (r && r->status >= 400 && r->status < 500 && parse_s3_error(r->body)) {
+        IoError e = S3Client::error(*r, "GetObject", url, stage);
+        e.add_context({.offset = 0});
+        throw e;
+      }
+      throw;
+    }
+    return std::make_unique<detail::S3Reader>(std::move(inner), url, st);
+  }
   std::shared_ptr<S3Client> client_;
 };
 
