@@ -12,6 +12,12 @@
 //                             readahead): what latency hiding buys
 //   W9/s3/no_proxy            remote straight from the store (no added latency, no bandwidth
 //                             limit): the store's own rate on this machine
+//   W9-indexed/local          W3's records read by position (indexed_tfrecord with a global
+//                             shuffle, `take` of them per pass: one record per random read),
+//                             local files: the reference of the two below
+//   W9-indexed/s3             the same through the proxy: 16 range requests in flight
+//                             (indexed_tfrecord's default for URLs)
+//   W9-indexed/s3/one_in_flight  the same, one record's request at a time
 // Peak resident memory of the process is printed against the pipeline's RAM budget.
 #include <sys/resource.h>
 
@@ -84,6 +90,41 @@ void s3(benchmark::State& state, std::size_t in_flight, Knobs knobs, bool throug
   consume(state, pipeline_at(pattern, ingest::Compression::none, knobs));
 }
 
+// W3's records by position: a global shuffle over `index`, the first
+// `records` of each pass, decoded, batched and prefetched.
+void indexed(benchmark::State& state, const ingest::TFRecordIndex* index, std::size_t in_flight,
+             std::int64_t records) {
+  use_remote({});
+  const auto ds = ingest::indexed_tfrecord(*index, {.in_flight = in_flight})
+                      .global_shuffle({.seed = 7})
+                      .take(records)
+                      .map(Decode{}, {.parallelism = ingest::autotune})
+                      .batch(batch_size)
+                      .prefetch(ingest::autotune);
+  for (auto _ : state) {
+    std::int64_t labels = 0;
+    for (const auto& [images, batch_labels] : ds)
+      labels += batch_labels.template data<std::int64_t>()[0];
+    benchmark::DoNotOptimize(labels);
+  }
+  state.SetItemsProcessed(state.iterations() * records);
+}
+
+// The index of the local shards with each file named by its URL in the bucket.
+ingest::TFRecordIndex at_urls(const ingest::TFRecordIndex& local, const std::string& bucket) {
+  ingest::TFRecordIndex out;
+  std::vector<std::uint64_t> offsets;
+  for (std::size_t f = 0; f < local.num_files(); ++f) {
+    offsets.clear();
+    for (std::uint64_t i = local.first_record(f); i < local.first_record(f + 1); ++i)
+      offsets.push_back(local.locate(i).offset);
+    const std::string& path = local.file(f);
+    out.add_file("s3://" + bucket + "/" + path.substr(path.find_last_of('/') + 1),
+                 local.file_size(f), offsets);
+  }
+  return out;
+}
+
 }  // namespace
 
 void ingest::bench::register_benchmarks(const Config& config) {
@@ -126,6 +167,21 @@ void ingest::bench::register_benchmarks(const Config& config) {
   // bandwidth limit: how fast SeaweedFS serves W3 here (it shares the cores).
   ms(benchmark::RegisterBenchmark("W9/s3/no_proxy", s3, std::size_t{0}, Knobs{}, false));
   set_reference("W9/", "W9/local");
+
+  // Random reads: one record per range request, so the round trip, not the
+  // bandwidth, sets the rate.
+  static const ingest::TFRecordIndex local_index = ingest::build_tfrecord_index(data().plain);
+  static const ingest::TFRecordIndex remote_index = at_urls(local_index, r.bucket);
+  const std::int64_t records = config.smoke ? 128 : 2'048;
+  ms(benchmark::RegisterBenchmark("W9-indexed/local", indexed, &local_index, std::size_t{0},
+                                  records));
+  ms(benchmark::RegisterBenchmark("W9-indexed/s3", indexed, &remote_index, std::size_t{0},
+                                  records));
+  ms(benchmark::RegisterBenchmark("W9-indexed/s3/one_in_flight", indexed, &remote_index,
+                                  std::size_t{1}, records));
+  set_reference("W9-indexed/", "W9-indexed/local");
+  // What the requests planned ahead buy over one at a time.
+  set_reference("W9-indexed/s3/real", "W9-indexed/s3/one_in_flight", 1.0, "x one");
 }
 
 namespace {
