@@ -164,6 +164,46 @@ TEST_CASE("readers and writers of every format go through a registered scheme", 
     CHECK(f.transfer_counters().requests == 2);
   }
 
+  SECTION("positional reads started together, through a scheme with the defaults") {
+    // MemScheme overrides neither open_positional nor start_read_at: each
+    // read happens in get(), in the order the caller asks.
+    store->objects["mem://b/p.txt"] = "0123456789";
+    detail::FileReader f("mem://b/p.txt", "test", storage::Access::positional);
+    auto second = f.start_read_at(6, 3);
+    auto first = f.start_read_at(0, 4);
+    auto past_end = f.start_read_at(8, 100);
+    auto beyond = f.start_read_at(20, 5);
+    CHECK(first.get() == "0123");
+    CHECK(second.get() == "678");
+    CHECK(past_end.get() == "89");
+    CHECK(beyond.get().empty());
+    CHECK(f.transfer_counters().bytes == 9);
+    CHECK(f.position() == 0);
+  }
+
+  SECTION("indexed_tfrecord reads a scheme's objects with reads planned ahead") {
+    std::vector<std::string> records, urls;
+    for (int f = 0; f < 2; ++f) {
+      const std::string url = "mem://b/indexed-" + std::to_string(f) + ".tfrecord";
+      TFRecordWriter writer(url);
+      for (int r = 0; r < 30; ++r) {
+        records.push_back(std::to_string(f) + ":" + std::string(static_cast<std::size_t>(r), 'y'));
+        writer.write(records.back());
+      }
+      writer.close();
+      urls.push_back(url);
+    }
+    const auto ds = indexed_tfrecord(urls, {.block_bytes = 64});
+    std::vector<std::string> got;
+    for (auto& r : ds) got.push_back(r);
+    CHECK(got == records);
+    got.clear();
+    for (auto& r : indexed_tfrecord(ds.index()).global_shuffle({.seed = 1})) got.push_back(r);
+    std::sort(got.begin(), got.end());
+    std::sort(records.begin(), records.end());
+    CHECK(got == records);
+  }
+
   SECTION("TFRecordWriter writes an object only on close, and tfrecord reads it back") {
     {
       TFRecordWriter writer("mem://b/data/part-0.tfrecord");

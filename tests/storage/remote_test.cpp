@@ -228,9 +228,8 @@ TEST_CASE("indexed_tfrecord reads s3:// objects by position", "[remote][registra
   for (std::size_t f = 0; f < ds.index().num_files(); ++f) file_bytes += ds.index().file_size(f);
   for (const std::size_t ahead : {std::size_t{0}, std::size_t{3}}) {
     CAPTURE(ahead);
-    auto full = indexed_tfrecord(ds.index(), {.in_flight = ahead})
-                    .global_shuffle({.seed = 4})
-                    .iterator();
+    auto full =
+        indexed_tfrecord(ds.index(), {.in_flight = ahead}).global_shuffle({.seed = 4}).iterator();
     std::vector<std::string> pass;
     while (auto r = full.next()) pass.push_back(*r);
     std::sort(pass.begin(), pass.end());

@@ -223,7 +223,8 @@ class IndexedTFRecordIterator {
     if (pos_ == index_->size()) return std::nullopt;
     plan();
     Span& span = ahead_.front();
-    const TFRecordIndex::Location at = index_->locate(record_at(pos_));
+    const TFRecordIndex::Location at =
+        pos_ == span.first ? span.first_at : index_->locate(record_at(pos_));
     ++pos_;  // a record that fails to read is consumed (its error is the element)
     if (!span.done) {
       span.done = true;
@@ -265,6 +266,7 @@ class IndexedTFRecordIterator {
     pos_ = r.read_position(static_cast<std::size_t>(index_->size()), "indexed_tfrecord", "records");
     ahead_.clear();  // reads in flight for the old position are dropped
     planned_ = pos_;
+    peeked_position_ = no_position;
     if (passes_) {
       pass_ = pass;
       order();
@@ -283,6 +285,7 @@ class IndexedTFRecordIterator {
     std::uint64_t first = 0, end = 0;
     std::size_t file = 0;
     std::uint64_t offset = 0, length = 0;
+    TFRecordIndex::Location first_at{};  // the record at `first`
     bool started = false, done = false;
     std::shared_ptr<OpenFile> source{};  // keeps the reader alive while the read is in flight
     FileReader::PendingRead read{};
@@ -316,12 +319,20 @@ class IndexedTFRecordIterator {
   // The span of records from `position`: the next positions' records as
   // long as each starts where the one before ends in the same file, up to
   // block_bytes (at least one record).
-  Span span_from(std::uint64_t position) const {
-    const TFRecordIndex::Location at = index_->locate(record_at(position));
-    Span span{.first = position, .end = position + 1, .file = at.file, .offset = at.offset,
-              .length = framed(at)};
+  Span span_from(std::uint64_t position) {
+    const TFRecordIndex::Location at =
+        position == peeked_position_ ? peeked_ : index_->locate(record_at(position));
+    Span span{.first = position,
+              .end = position + 1,
+              .file = at.file,
+              .offset = at.offset,
+              .length = framed(at),
+              .first_at = at};
     while (span.end < index_->size()) {
+      // The record after the span: its first one if it does not join this one.
       const TFRecordIndex::Location next = index_->locate(record_at(span.end));
+      peeked_position_ = span.end;
+      peeked_ = next;
       if (next.file != span.file || next.offset != span.offset + span.length ||
           span.length + framed(next) > options_.block_bytes) {
         break;
@@ -443,14 +454,19 @@ class IndexedTFRecordIterator {
   std::optional<std::uint64_t> seed_;
   std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
   std::uint64_t pass_ = 0;
-  std::shared_ptr<StageNode> node_;  // this source's model node, if measured
+  std::shared_ptr<StageNode> node_;              // this source's model node, if measured
   std::optional<IndexPermutation> permutation_;  // global shuffle: position -> record
   std::uint64_t pos_ = 0;
   std::vector<std::shared_ptr<OpenFile>> open_;  // most recently used first
-  std::deque<Span> ahead_;      // the reads planned, the one at pos_ first
-  std::uint64_t planned_ = 0;   // the first position no read covers
-  std::size_t window_ = 1;      // reads planned ahead
-  std::string spare_;           // the buffer of the last span read, for the next local read
+  std::deque<Span> ahead_;                       // the reads planned, the one at pos_ first
+  std::uint64_t planned_ = 0;                    // the first position no read covers
+  static constexpr std::uint64_t no_position = ~std::uint64_t{0};
+  // The record at peeked_position_, located while planning (the order after
+  // a restore is another: the restore forgets it).
+  std::uint64_t peeked_position_ = no_position;
+  TFRecordIndex::Location peeked_{};
+  std::size_t window_ = 1;  // reads planned ahead
+  std::string spare_;       // the buffer of the last span read, for the next local read
 };
 
 }  // namespace detail

@@ -79,7 +79,8 @@ class RemoteReader {
       std::string get() override {
         const std::uint64_t size = reader_.size();
         const std::size_t n =
-            offset_ >= size ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(n_, size - offset_));
+            offset_ >= size ? 0
+                            : static_cast<std::size_t>(std::min<std::uint64_t>(n_, size - offset_));
         std::string bytes(n, '\0');
         bytes.resize(reader_.read_at(offset_, bytes.data(), n));
         return bytes;

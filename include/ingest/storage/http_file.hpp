@@ -365,7 +365,7 @@ class RangedReader final : public RemoteReader {
     if (block_.size() > shared_->size) block_.resize(static_cast<std::size_t>(shared_->size));
     next_launch_ = block_.size();
     if (!positional) top_up();  // a sequential read() tops up when it needs a block
-    if (node) {  // open: its blocks count against the stage's RAM budget
+    if (node) {                 // open: its blocks count against the stage's RAM budget
       node_ = std::move(node);
       node_->readahead.open_readers.fetch_add(1, std::memory_order_relaxed);
     }
