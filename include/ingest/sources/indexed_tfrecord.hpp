@@ -21,7 +21,9 @@
 // record. For URLs the reads of the next `.in_flight` (16) spans are planned
 // ahead of the consumer and their range requests sent together, so a global
 // shuffle over an object store waits for one round trip per 16 records, not
-// per record; the files are opened for positional reads (nothing read ahead).
+// per record; the files are opened for positional reads with the indexed
+// size (no request at open, nothing read ahead: the first range response
+// pins the object's ETag, and a missing or resized object fails its reads).
 // Each record's header and CRCs are checked against the index: a file
 // whose size differs from the indexed one raises DataLossError naming it
 // (indexed, then changed), a vanished one too; a mismatch inside a record
@@ -415,7 +417,8 @@ class IndexedTFRecordIterator {
     const storage::ScopedTransferAccount account(node_);  // remote reads count for this stage
     std::optional<FileReader> reader;
     try {
-      reader.emplace(path, "indexed_tfrecord", storage::Access::positional);
+      // A URL opens without a request: the index has its size.
+      reader.emplace(path, "indexed_tfrecord", storage::Access::positional, index_->file_size(f));
     } catch (const IoError&) {
       if (!detail::file_exists(path, "indexed_tfrecord")) {
         throw DataLossError("indexed_tfrecord: " + path + " was indexed but no longer exists",

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -118,9 +119,13 @@ class Scheme {
   virtual std::unique_ptr<RemoteReader> open_read(const std::string& url,
                                                   std::string_view stage) = 0;
   /// Opens `url` for positional reads (Access::positional: nothing is read
-  /// ahead). This default opens as open_read does.
+  /// ahead). With `size`, the object's size known to the caller (an
+  /// index), a scheme may open without a request; a read then finds a
+  /// missing or changed object. This default opens as open_read does.
   virtual std::unique_ptr<RemoteReader> open_positional(const std::string& url,
-                                                        std::string_view stage) {
+                                                        std::string_view stage,
+                                                        std::optional<std::uint64_t> size) {
+    (void)size;
     return open_read(url, stage);
   }
   /// Opens `url` for writing; InvalidArgument if the scheme is read-only.

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,13 +70,16 @@ inline AlignedBuffer make_aligned_buffer(std::size_t n) {
 class FileReader {
  public:
   /// Opens `path` for `access` (a URL opened for Access::positional reads
-  /// nothing ahead). Throws IoError naming `stage` and the file.
+  /// nothing ahead; given `size`, the size the caller knows, it may open
+  /// without a request, and a read finds a missing or changed object).
+  /// Throws IoError naming `stage` and the file.
   FileReader(std::string path, std::string_view stage,
-             storage::Access access = storage::Access::sequential)
+             storage::Access access = storage::Access::sequential,
+             std::optional<std::uint64_t> size = {})
       : path_(std::move(path)) {
     if (storage::is_url(path_)) {
       auto& scheme = *storage::scheme_for(path_, stage);
-      remote_ = access == storage::Access::positional ? scheme.open_positional(path_, stage)
+      remote_ = access == storage::Access::positional ? scheme.open_positional(path_, stage, size)
                                                       : scheme.open_read(path_, stage);
       account_ = storage::current_transfer_node();
       size_ = remote_->size();

@@ -19,6 +19,7 @@
 #include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,8 +95,33 @@ struct RangedShared {
   std::string name{};  // url.str(), for errors
   PrepareRequest prepare{};
   std::string stage{};
-  std::string etag{};  // pinned at open; empty if the server sent none
   std::uint64_t size = 0;
+  // Opened without a request (a positional reader given the size): the
+  // ETag is pinned by the first response instead, and a 404 before then is
+  // "not found", not "deleted while it was read".
+  bool unopened = false;
+
+  /// The ETag pinned (empty: none yet, or the server sent none).
+  std::string etag() const {
+    std::lock_guard lock(etag_mu);
+    return etag_;
+  }
+  /// Pins `tag` if none is pinned yet; true if `tag` is the one pinned.
+  bool pin_or_match(const std::string& tag) {
+    std::lock_guard lock(etag_mu);
+    if (etag_.empty()) etag_ = tag;
+    return etag_ == tag;
+  }
+  void pin(std::string tag) {
+    std::lock_guard lock(etag_mu);
+    etag_ = std::move(tag);
+  }
+
+ private:
+  mutable std::mutex etag_mu{};
+  std::string etag_{};  // pinned at open or by the first response; empty if the server sent none
+
+ public:
   std::atomic<bool> cancelled{false};
   std::atomic<std::uint64_t> bytes{0}, requests{0}, retries{0}, wait_ns{0};
 };
@@ -134,8 +160,9 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
         {"Range", "bytes=" + std::to_string(first) + "-" + std::to_string(last)});
     // If-Match compares strongly: a weak ETag (W/"...") would never match,
     // so that version is checked on each response's ETag only.
-    const bool strong = !shared->etag.empty() && shared->etag.rfind("W/", 0) != 0;
-    if (!open && strong) request.headers.push_back({"If-Match", shared->etag});
+    const std::string etag = shared->etag();
+    const bool strong = !etag.empty() && etag.rfind("W/", 0) != 0;
+    if (!open && strong) request.headers.push_back({"If-Match", etag});
     if (open && !data.empty()) {  // resuming the first block: the version seen so far
       const auto* tag = open_response.header("ETag");
       if (tag != nullptr && tag->rfind("W/", 0) != 0) request.headers.push_back({"If-Match", *tag});
@@ -220,7 +247,10 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
       return succeed();
     }
     if (status == 412) return changed(result.response);
-    if (!open && (status == 404 || status == 410)) {
+    // A range inside the size pinned (or indexed) is past the object's end:
+    // it shrank.
+    if (status == 416 && !open) return changed(result.response);
+    if (!open && !shared->unopened && (status == 404 || status == 410)) {
       return fail(std::make_exception_ptr(DataLossError(
           "the object was deleted while it was read (" + status_text(status) + ")", context())));
     }
@@ -229,13 +259,13 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
 
   bool etag_matches(const HttpResponse& response) const {
     const auto* tag = response.header("ETag");
-    return shared->etag.empty() || tag == nullptr || *tag == shared->etag;
+    return tag == nullptr || shared->pin_or_match(*tag);
   }
 
   void changed(const HttpResponse& response) {
     const auto* tag = response.header("ETag");
     fail(std::make_exception_ptr(DataLossError(
-        "the object changed while it was read (ETag " + shared->etag + " at open, " +
+        "the object changed while it was read (ETag " + shared->etag() + " at open, " +
             (response.status == 412 ? std::string("412 Precondition Failed to If-Match")
                                     : "now " + (tag ? *tag : std::string("none"))) +
             ")",
@@ -291,10 +321,13 @@ class RangedReader final : public RemoteReader {
   /// a block; with both set, the knobs show them, fixed. Opened for
   /// Access::positional, it reads nothing ahead (read_at / start_read_at
   /// fetch exactly their ranges), its opening request fetches at most
-  /// positional_open_bytes, and it leaves the stage's readahead knobs alone.
+  /// positional_open_bytes, and it leaves the stage's readahead knobs alone;
+  /// given the object's `size` too, it sends no request at all until the
+  /// first read, whose response pins the ETag (and a missing object is an
+  /// IoError from that read).
   RangedReader(std::shared_ptr<HttpClient> client, Url url, PrepareRequest prepare,
                ReadaheadOptions readahead, std::string_view stage,
-               Access access = Access::sequential)
+               Access access = Access::sequential, std::optional<std::uint64_t> size = {})
       : client_(std::move(client)) {
     if (!client_) {
       throw InvalidArgument("RangedReader: no HttpClient", {.stage = std::string(stage)});
@@ -339,30 +372,37 @@ class RangedReader final : public RemoteReader {
     shared_->prepare = std::move(prepare);
     shared_->stage = std::string(stage);
 
-    auto fetch = std::make_shared<detail::RangedFetch>();
-    fetch->shared = shared_;
-    fetch->offset = 0;
-    fetch->length = positional ? std::min(this->readahead().block_size, positional_open_bytes)
-                               : this->readahead().block_size;
-    fetch->open = true;
-    auto result = fetch->outcome;
-    fetch->start();
-    block_ = wait(*result);
-    const HttpResponse& response = fetch->open_response;
-    if (response.status == 206 || response.status == 416) {
-      const auto* range_text = response.header("Content-Range");
-      const auto range = range_text ? detail::parse_content_range(*range_text) : std::nullopt;
-      if (!range) {
-        throw DataLossError("the response at open has no valid Content-Range (" +
-                                (range_text ? *range_text : std::string("none")) + ")",
-                            {.stage = shared_->stage, .file = shared_->name, .offset = 0});
-      }
-      shared_->size = range->total;
+    if (positional && size) {
+      // The size is known (an index): no request until the first read,
+      // whose response pins the ETag.
+      shared_->size = *size;
+      shared_->unopened = true;
     } else {
-      shared_->size = block_.size();  // 200: the whole object
+      auto fetch = std::make_shared<detail::RangedFetch>();
+      fetch->shared = shared_;
+      fetch->offset = 0;
+      fetch->length = positional ? std::min(this->readahead().block_size, positional_open_bytes)
+                                 : this->readahead().block_size;
+      fetch->open = true;
+      auto result = fetch->outcome;
+      fetch->start();
+      block_ = wait(*result);
+      const HttpResponse& response = fetch->open_response;
+      if (response.status == 206 || response.status == 416) {
+        const auto* range_text = response.header("Content-Range");
+        const auto range = range_text ? detail::parse_content_range(*range_text) : std::nullopt;
+        if (!range) {
+          throw DataLossError("the response at open has no valid Content-Range (" +
+                                  (range_text ? *range_text : std::string("none")) + ")",
+                              {.stage = shared_->stage, .file = shared_->name, .offset = 0});
+        }
+        shared_->size = range->total;
+      } else {
+        shared_->size = block_.size();  // 200: the whole object
+      }
+      if (const auto* tag = response.header("ETag")) shared_->pin(*tag);
+      if (block_.size() > shared_->size) block_.resize(static_cast<std::size_t>(shared_->size));
     }
-    if (const auto* tag = response.header("ETag")) shared_->etag = *tag;
-    if (block_.size() > shared_->size) block_.resize(static_cast<std::size_t>(shared_->size));
     next_launch_ = block_.size();
     if (!positional) top_up();  // a sequential read() tops up when it needs a block
     if (node) {                 // open: its blocks count against the stage's RAM budget
@@ -385,7 +425,7 @@ class RangedReader final : public RemoteReader {
   std::uint64_t size() const override { return shared_->size; }
 
   /// The ETag pinned at open (empty if the server sent none).
-  const std::string& etag() const noexcept { return shared_->etag; }
+  std::string etag() const { return shared_->etag(); }
 
   /// The URL read.
   const Url& url() const noexcept { return shared_->url; }
@@ -591,11 +631,12 @@ class HttpScheme final : public Scheme {
     return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead(),
                                           stage);
   }
-  /// The same, for positional reads (nothing read ahead).
-  std::unique_ptr<RemoteReader> open_positional(const std::string& url,
-                                                std::string_view stage) override {
+  /// The same, for positional reads (nothing read ahead; no request before
+  /// the first read when the size is given).
+  std::unique_ptr<RemoteReader> open_positional(const std::string& url, std::string_view stage,
+                                                std::optional<std::uint64_t> size) override {
     return std::make_unique<RangedReader>(client_, parse(url, stage), PrepareRequest{}, readahead(),
-                                          stage, Access::positional);
+                                          stage, Access::positional, size);
   }
 
   std::unique_ptr<RemoteWriter> open_write(const std::string& url,

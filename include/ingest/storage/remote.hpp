@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,9 +49,9 @@ class LazyScheme final : public Scheme {
   std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
     return get().open_read(url, stage);
   }
-  std::unique_ptr<RemoteReader> open_positional(const std::string& url,
-                                                std::string_view stage) override {
-    return get().open_positional(url, stage);
+  std::unique_ptr<RemoteReader> open_positional(const std::string& url, std::string_view stage,
+                                                std::optional<std::uint64_t> size) override {
+    return get().open_positional(url, stage, size);
   }
   std::unique_ptr<RemoteWriter> open_write(const std::string& url,
                                            std::string_view stage) override {

@@ -457,12 +457,12 @@ class S3Scheme final : public Scheme {
   /// A ranged, read-ahead reader of the object; a missing object or denied
   /// access throws IoError naming the URL at once.
   std::unique_ptr<RemoteReader> open_read(const std::string& url, std::string_view stage) override {
-    return open(url, stage, Access::sequential);
+    return open(url, stage, Access::sequential, std::nullopt);
   }
   /// The same, for positional reads (nothing read ahead).
-  std::unique_ptr<RemoteReader> open_positional(const std::string& url,
-                                                std::string_view stage) override {
-    return open(url, stage, Access::positional);
+  std::unique_ptr<RemoteReader> open_positional(const std::string& url, std::string_view stage,
+                                                std::optional<std::uint64_t> size) override {
+    return open(url, stage, Access::positional, size);
   }
 
   /// A writer that makes the object appear only on commit (single PUT up
@@ -511,7 +511,7 @@ class S3Scheme final : public Scheme {
 
  private:
   std::unique_ptr<RemoteReader> open(const std::string& url, std::string_view stage,
-                                     Access access) {
+                                     Access access, std::optional<std::uint64_t> size) {
     const S3Location loc = parse_s3_url(url, stage);
     const std::string st(stage);
     if (loc.key.empty()) {
@@ -524,7 +524,8 @@ class S3Scheme final : public Scheme {
       inner = detail::with_s3_url(url, st, [&] {
         return std::make_unique<RangedReader>(client_->http(), http_url,
                                               client_->signer(sha256_hex({})),
-                                              client_->options().readahead, stage, access);
+                                              client_->options().readahead, stage, access,
+                                              size);
       });
     } catch (const IoError&) {
       // The reader reports the status only; S3's error body says more
