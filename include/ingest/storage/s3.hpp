@@ -510,8 +510,8 @@ class S3Scheme final : public Scheme {
   }
 
  private:
-  std::unique_ptr<RemoteReader> open(const std::string& url, std::string_view stage,
-                                     Access access, std::optional<std::uint64_t> size) {
+  std::unique_ptr<RemoteReader> open(const std::string& url, std::string_view stage, Access access,
+                                     std::optional<std::uint64_t> size) {
     const S3Location loc = parse_s3_url(url, stage);
     const std::string st(stage);
     if (loc.key.empty()) {
@@ -524,8 +524,7 @@ class S3Scheme final : public Scheme {
       inner = detail::with_s3_url(url, st, [&] {
         return std::make_unique<RangedReader>(client_->http(), http_url,
                                               client_->signer(sha256_hex({})),
-                                              client_->options().readahead, stage, access,
-                                              size);
+                                              client_->options().readahead, stage, access, size);
       });
     } catch (const IoError&) {
       // The reader reports the status only; S3's error body says more
