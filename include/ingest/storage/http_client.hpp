@@ -241,6 +241,15 @@ struct HttpConnection {
   beast::flat_buffer buffer{};
   bool reused = false;  ///< taken from the pool (may have been closed by the server)
 
+  /// What one read from the socket may fill. Beast reads at most the
+  /// buffer's free capacity (at least 512 bytes, at most 64 KiB), and a
+  /// buffer that never held more than a response header stays that small:
+  /// unreserved, a body arrived 512 bytes per system call and per Asio
+  /// operation (W9's client spent more time in the executor than on the
+  /// data).
+  static constexpr std::size_t read_capacity = std::size_t{64} << 10;
+  HttpConnection() { buffer.reserve(read_capacity); }
+
   beast::tcp_stream& lowest() { return plain ? *plain : beast::get_lowest_layer(*tls); }
   void close() {
     beast::error_code ignored;
