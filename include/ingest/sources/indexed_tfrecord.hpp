@@ -26,7 +26,8 @@
 // pins the object's ETag, and a missing or resized object fails its reads).
 // Each record's header and CRCs are checked against the index: a file
 // whose size differs from the indexed one raises DataLossError naming it
-// (indexed, then changed), a vanished one too; a mismatch inside a record
+// (indexed, then changed), a vanished local one too (a vanished object: the
+// IoError of its reads' 404, naming the URL); a mismatch inside a record
 // raises DataLossError with the file and offset, and the iterator moves on to
 // the next record. Compressed files cannot be indexed (GZIP and ZLIB have no
 // random access): InvalidArgument. Each iterator keeps at most 16 files open.
