@@ -238,7 +238,13 @@ TEST_CASE("indexed_tfrecord reads s3:// objects by position", "[remote][registra
     const StageStats* source = testing::find_stage(stats, "indexed_tfrecord");
     REQUIRE(source != nullptr);
     CHECK(source->net_requests - source->net_retries == 120);
-    CHECK(source->net_megabytes * 1e6 == Approx(static_cast<double>(file_bytes)));
+    // Exactly the files' bytes, unless a retried attempt brought a body
+    // too (an error page, or a body that broke and was resumed).
+    if (source->net_retries == 0) {
+      CHECK(source->net_megabytes * 1e6 == Approx(static_cast<double>(file_bytes)));
+    } else {
+      CHECK(source->net_megabytes * 1e6 >= static_cast<double>(file_bytes) - 1);
+    }
   }
 
   // Objects that changed since they were indexed: the reads find them.
