@@ -238,7 +238,7 @@ class IndexedTFRecordIterator {
         replan_after_failure();
         throw;
       }
-      if (span.source) span.source.reset();  // the file may close once no read needs it
+      span.source.reset();  // the file may close once no read needs it
     }
     std::optional<std::string> record;
     const bool last = pos_ == span.end;
@@ -363,16 +363,17 @@ class IndexedTFRecordIterator {
   // The front span's read failed at the record just consumed: the records
   // after it in the span get a read of their own.
   void replan_after_failure() {
-    const std::uint64_t end = ahead_.front().end;
+    const Span failed = std::move(ahead_.front());
     ahead_.pop_front();
-    if (pos_ < end) {
-      Span rest = span_from(pos_);
-      rest.end = std::min(rest.end, end);
-      rest.length = 0;
-      for (std::uint64_t p = rest.first; p < rest.end; ++p)
-        rest.length += framed(index_->locate(record_at(p)));
-      ahead_.push_front(std::move(rest));
-    }
+    if (pos_ == failed.end) return;
+    // The span's records lie one after another: the rest ends where it did.
+    const TFRecordIndex::Location at = index_->locate(record_at(pos_));
+    ahead_.push_front({.first = pos_,
+                       .end = failed.end,
+                       .file = failed.file,
+                       .offset = at.offset,
+                       .length = failed.offset + failed.length - at.offset,
+                       .first_at = at});
   }
 
   void pop_front() {

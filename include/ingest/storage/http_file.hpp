@@ -100,30 +100,28 @@ struct RangedShared {
   // ETag is pinned by the first response instead, and a 404 before then is
   // "not found", not "deleted while it was read".
   bool unopened = false;
+  std::atomic<bool> cancelled{false};
+  std::atomic<std::uint64_t> bytes{0}, requests{0}, retries{0}, wait_ns{0};
 
   /// The ETag pinned (empty: none yet, or the server sent none).
   std::string etag() const {
-    std::lock_guard lock(etag_mu);
+    std::lock_guard lock(etag_mu_);
     return etag_;
   }
   /// Pins `tag` if none is pinned yet; true if `tag` is the one pinned.
   bool pin_or_match(const std::string& tag) {
-    std::lock_guard lock(etag_mu);
+    std::lock_guard lock(etag_mu_);
     if (etag_.empty()) etag_ = tag;
     return etag_ == tag;
   }
   void pin(std::string tag) {
-    std::lock_guard lock(etag_mu);
+    std::lock_guard lock(etag_mu_);
     etag_ = std::move(tag);
   }
 
  private:
-  mutable std::mutex etag_mu{};
+  mutable std::mutex etag_mu_{};
   std::string etag_{};  // pinned at open or by the first response; empty if the server sent none
-
- public:
-  std::atomic<bool> cancelled{false};
-  std::atomic<std::uint64_t> bytes{0}, requests{0}, retries{0}, wait_ns{0};
 };
 
 /// One ranged GET of [offset, offset + length), retried with backoff and
