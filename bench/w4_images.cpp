@@ -10,6 +10,10 @@
 //                          prefetch, every knob autotuned
 //   W4_RRC/pipeline        the same with random_resized_crop to 224 instead of
 //                          decode + crop (only the window is decoded)
+//   W4/image_folder        W4 on the same JPEGs as files (one per image, in
+//                          num_classes class directories, page cache):
+//                          image_folder -> random_map(read_file, decode, the
+//                          same transform) -> batch(64) -> prefetch
 //   W5/memory_cache, W5/file_cache  W4 with cache() (or cache(path)) after the
 //                          decode: the counters give epoch 1 and epoch 2 rates
 //                          and epoch2_over_epoch1
@@ -39,6 +43,7 @@ namespace img = ingest::image;
 using Example = std::pair<ingest::Tensor, std::int64_t>;
 
 constexpr std::size_t num_shards = 8;
+constexpr std::int64_t num_classes = 10;
 constexpr std::int64_t batch_size = 64;
 constexpr img::Size crop_size{224, 224};
 constexpr std::uint64_t seed = 7;
@@ -48,6 +53,7 @@ struct W4Data {
   std::filesystem::path dir;
   std::vector<std::string> shards;
   std::vector<std::string> jpegs;  // every image, in memory, for the limit
+  std::filesystem::path folder;    // the same images as files, image_folder's layout
   std::int64_t bytes = 0;
   ~W4Data() {
     std::error_code ec;
@@ -85,6 +91,21 @@ void generate(std::int64_t n) {
       d.bytes += static_cast<std::int64_t>(image.size());
     }
     writer.close();
+  }
+  // The same JPEGs as files: folder/class_K/image_I.jpg, image I in class I % num_classes.
+  d.folder = d.dir / "folder";
+  for (std::size_t i = 0; i < d.jpegs.size(); ++i) {
+    char cls[32], name[32];
+    std::snprintf(cls, sizeof cls, "class_%02lld",
+                  static_cast<long long>(static_cast<std::int64_t>(i) % num_classes));
+    std::snprintf(name, sizeof name, "image_%05zu.jpg", i);
+    const std::filesystem::path dir = d.folder / cls;
+    std::filesystem::create_directories(dir);
+    std::FILE* f = std::fopen((dir / name).c_str(), "wb");
+    const bool written =
+        f && std::fwrite(d.jpegs[i].data(), 1, d.jpegs[i].size(), f) == d.jpegs[i].size();
+    if (f && std::fclose(f) != 0) f = nullptr;
+    if (!f || !written) throw std::runtime_error("cannot write " + (dir / name).string());
   }
 }
 
@@ -147,6 +168,14 @@ struct RandomResizedCrop {
   }
 };
 
+// W4 from files: an (path, label) of image_folder to (the transformed image, label).
+struct ReadDecodeAugment {
+  Example operator()(const std::pair<std::string, std::int64_t>& sample, ingest::Rng& rng) const {
+    const std::string jpeg = ingest::read_file(sample.first);
+    return Augment{}({img::decode_jpeg(jpeg, {.channels = 3}), sample.second}, rng);
+  }
+};
+
 template <class Pipeline>
 void run_epochs(benchmark::State& state, const Pipeline& pipeline) {
   std::int64_t images = 0;
@@ -180,6 +209,19 @@ void w4_pipeline(benchmark::State& state) {
                         .random_map(Transform{}, {.seed = seed, .parallelism = ingest::autotune})
                         .batch(batch_size)
                         .prefetch(ingest::autotune));
+}
+
+void w4_image_folder(benchmark::State& state) {
+  const auto samples = ingest::image_folder(data().folder.string());
+  if (static_cast<std::int64_t>(samples.class_names().size()) != num_classes) {
+    state.SkipWithError("image_folder found another number of classes");
+    return;
+  }
+  run_epochs(
+      state,
+      samples.random_map(ReadDecodeAugment{}, {.seed = seed, .parallelism = ingest::autotune})
+          .batch(batch_size)
+          .prefetch(ingest::autotune));
 }
 
 // Two epochs over a cache of decoded images: each epoch's rate as a counter.
@@ -236,18 +278,21 @@ void register_benchmarks(const Config& config) {
   generate(config.smoke ? 128 : 2'000);
   note("W4: " + std::to_string(num_images()) + " JPEGs of 256 x 256, " +
        std::to_string(data().bytes / num_images()) + " bytes each on average, in " +
-       std::to_string(num_shards) + " TFRecord shards");
+       std::to_string(num_shards) + " TFRecord shards and as files in " +
+       std::to_string(num_classes) + " class directories");
   const auto ms = [](benchmark::internal::Benchmark* b) {
     return b->Unit(benchmark::kMillisecond);
   };
   const double cores = std::max(1u, std::thread::hardware_concurrency());
   benchmark::RegisterBenchmark("W4/decode_one_thread", decode_one_thread);
   ms(benchmark::RegisterBenchmark("W4/pipeline", w4_pipeline<DecodeAugment>)->UseRealTime());
+  ms(benchmark::RegisterBenchmark("W4/image_folder", w4_image_folder)->UseRealTime());
   ms(benchmark::RegisterBenchmark("W4_RRC/pipeline", w4_pipeline<RandomResizedCrop>)
          ->UseRealTime());
   ms(benchmark::RegisterBenchmark("W5/memory_cache", w5_memory_cache)->UseRealTime());
   ms(benchmark::RegisterBenchmark("W5/file_cache", w5_file_cache)->UseRealTime());
   set_reference("W4/pipeline", "W4/decode_one_thread", cores, "x decode limit");
+  set_reference("W4/image_folder", "W4/decode_one_thread", cores, "x decode limit");
   set_reference("W4_RRC/", "W4/decode_one_thread", cores, "x decode limit");
 }
 
