@@ -1,9 +1,9 @@
 // An image classification input pipeline, as torchvision's ImageFolder +
 // RandomResizedCrop + RandomHorizontalFlip + ToTensor + Normalize in a
 // DataLoader: image_folder -> shuffle -> random_map (read the file, decode
-// only the crop's window, flip, normalise to CHW float32) -> batch -> prefetch
-// -> HostLoader. The augmentation's randomness comes from (seed, epoch,
-// element position), so two runs give the same batches whatever the threads.
+// only the crop's window, flip) -> batch (normalising each image to CHW
+// float32 in its slot) -> prefetch -> HostLoader. The augmentation's randomness comes from (seed,
+// epoch, element position), so two runs give the same batches whatever the threads.
 //
 //   image_classification ROOT      ROOT/<class>/<image>.jpg|.png, as ImageFolder
 #include <cstdint>
@@ -23,21 +23,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto files = ingest::image_folder(argv[1]);
-  const auto train = files.shuffle(10'000, {.seed = 1})
-                         .random_map(
-                             [](std::pair<std::string, std::int64_t> item, ingest::Rng& rng) {
-                               const std::string bytes = ingest::read_file(item.first);
-                               const ingest::Tensor crop = img::random_resized_crop(
-                                   bytes, {.size = {224, 224}, .decode = {.channels = 3}}, rng);
-                               const ingest::Tensor image = img::normalize(
-                                   img::random_flip_left_right(crop, rng), {0.485f, 0.456f, 0.406f},
-                                   {0.229f, 0.224f, 0.225f}, {.layout = img::Layout::chw});
-                               return std::make_pair(image, item.second);
-                             },
-                             {.seed = 42, .parallelism = ingest::autotune})
-                         .batch(32)
-                         .prefetch(ingest::autotune)
-                         .repeat(2);
+  const auto train =
+      files.shuffle(10'000, {.seed = 1})
+          .random_map(
+              [](std::pair<std::string, std::int64_t> item, ingest::Rng& rng) {
+                const std::string bytes = ingest::read_file(item.first);
+                const ingest::Tensor crop = img::random_resized_crop(
+                    bytes, {.size = {224, 224}, .decode = {.channels = 3}}, rng);
+                // Normalised by batch() into the image's slot of the batch.
+                return std::make_pair(
+                    img::normalize_in_batch(img::random_flip_left_right(crop, rng),
+                                            {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f},
+                                            {.layout = img::Layout::chw}),
+                    item.second);
+              },
+              {.seed = 42, .parallelism = ingest::autotune})
+          .batch(32)
+          .prefetch(ingest::autotune)
+          .repeat(2);
 
   std::int64_t batches = 0, images = 0, label_sum = 0;
   double pixel_sum = 0;

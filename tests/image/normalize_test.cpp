@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <ingest/image/normalize.hpp>
+#include <ingest/ingest.hpp>
 
 using namespace ingest;
 using namespace ingest::image;
@@ -304,4 +305,88 @@ TEST_CASE("normalize_into rejects bad input and outputs, naming itself, out unto
   const Tensor apart =
       Tensor::from_external(buffer.data() + 3 * 16 * 16, DType::float32, Shape{3, 16, 16}, [] {});
   CHECK_NOTHROW(normalize_into(inside, {0.f, 0.f, 0.f}, {1.f, 1.f, 1.f}, Tensor(apart)));
+}
+
+namespace {
+// Image k of a set: [5, 7, c], its values shifted by k.
+Tensor image_k(std::int64_t c, int k) {
+  Tensor t(DType::uint8, Shape{5, 7, c});
+  for (std::int64_t i = 0; i < t.num_elements(); ++i)
+    t.data<std::uint8_t>()[i] = static_cast<std::uint8_t>((i * 11 + k * 29) % 256);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("normalize_in_batch: batches normalize's results bit for bit, without a copy per image",
+          "[image][normalize]") {
+  for (std::int64_t c : {1, 3, 4}) {
+    std::vector<Tensor> images;
+    for (int k = 0; k < 7; ++k) images.push_back(image_k(c, k));
+    const std::span<const float> mean(imagenet_mean, static_cast<std::size_t>(c));
+    const std::span<const float> std(imagenet_std, static_cast<std::size_t>(c));
+    for (Layout layout : {Layout::chw, Layout::hwc}) {
+      for (DType dtype : {DType::float32, DType::float16, DType::bfloat16}) {
+        const NormalizeOptions options{.layout = layout, .dtype = dtype};
+        // tensor(): normalize now.
+        const PendingNormalize one = normalize_in_batch(images[0], mean, std, options);
+        CHECK(one.dtype() == dtype);
+        CHECK(one.shape() == normalize(images[0], mean, std, options).shape());
+        CHECK(same_bytes(one.tensor(), normalize(images[0], mean, std, options)));
+        CHECK(ingest::detail::element_bytes(one) == one.tensor().nbytes());
+        // batch(3) of 7: two full batches and a remainder of one; the map
+        // sequential, parallel (fused into map-and-batch) and autotuned.
+        for (std::int64_t parallelism : {std::int64_t{1}, std::int64_t{2}, autotune}) {
+          INFO(c << " channels, " << (layout == Layout::chw ? "chw" : "hwc") << ", "
+                 << dtype_name(dtype) << ", parallelism " << parallelism);
+          auto it = from_vector(images)
+                        .map(
+                            [&](const Tensor& img) {
+                              return std::pair{normalize_in_batch(img, mean, std, options),
+                                               std::int64_t{img.data<std::uint8_t>()[0]}};
+                            },
+                            {.parallelism = parallelism})
+                        .batch(3)
+                        .iterator();
+          std::size_t first = 0;
+          while (auto batch = it.next()) {
+            const Tensor& got = batch->first;
+            REQUIRE(got.shape()[0] ==
+                    static_cast<std::int64_t>(std::min<std::size_t>(3, 7 - first)));
+            for (std::int64_t i = 0; i < got.shape()[0]; ++i) {
+              const Tensor& img = images[first + static_cast<std::size_t>(i)];
+              CHECK(same_bytes(got.slice(i), normalize(img, mean, std, options)));
+              CHECK(batch->second.data<std::int64_t>()[i] == img.data<std::uint8_t>()[0]);
+            }
+            first += static_cast<std::size_t>(got.shape()[0]);
+          }
+          CHECK(first == images.size());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("normalize_in_batch rejects bad input, naming itself, and a batch of mixed shapes fails",
+          "[image][normalize][errors]") {
+  const Tensor img = image_k(3, 0);
+  CHECK_THROWS_WITH(normalize_in_batch(img, {0.5f, 0.5f}, {0.2f, 0.2f}),
+                    Catch::Contains("normalize_in_batch: mean and std need one value per channel"));
+  CHECK_THROWS_WITH(normalize_in_batch(img, {0.5f, 0.5f, 0.5f}, {0.2f, 0.0f, 0.2f}),
+                    Catch::Contains("normalize_in_batch: mean and std must be finite"));
+  CHECK_THROWS_WITH(
+      normalize_in_batch(img, {0.5f, 0.5f, 0.5f}, {0.2f, 0.2f, 0.2f}, {.dtype = DType::int32}),
+      Catch::Contains("normalize_in_batch: dtype must be float32, float16 or bfloat16"));
+  CHECK_THROWS_WITH(
+      normalize_in_batch(Tensor(DType::uint8, Shape{4, 4, 2}), {0.5f, 0.5f}, {0.2f, 0.2f}),
+      Catch::Contains("normalize_in_batch: expected 1, 3 or 4 channels"));
+  // Images of two sizes in one batch: batch's own error.
+  const std::vector<Tensor> mixed{image_k(3, 0), Tensor(DType::uint8, Shape{6, 7, 3})};
+  auto it = from_vector(mixed)
+                .map([](const Tensor& x) {
+                  return normalize_in_batch(x, {0.5f, 0.5f, 0.5f}, {0.2f, 0.2f, 0.2f});
+                })
+                .batch(2)
+                .iterator();
+  CHECK_THROWS_WITH(it.next(), Catch::Contains("batch: elements must have equal dtype and shape") &&
+                                   Catch::Contains("float32[3, 6, 7]"));
 }

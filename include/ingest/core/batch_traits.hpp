@@ -117,20 +117,22 @@ struct batch_traits<Tensor> {
     builder& operator=(const builder&) = delete;
 
     void set(std::size_t slot, Tensor&& value) {
-      if (state_.load(std::memory_order_acquire) != ready) init(value);
-      if (value.dtype() != dtype_ || !(value.shape() == element_shape_)) {
-        throw InvalidArgument("batch: elements must have equal dtype and shape; got " +
-                              describe(value.dtype(), value.shape()) + " after " +
-                              describe(dtype_, element_shape_) +
-                              " (use padded_batch for elements of varying shape)");
-      }
+      std::byte* to = prepare(slot, value.dtype(), value.shape(), value.nbytes());
       if (!value.defined()) return;
       if (value.memory_kind() == MemoryKind::device) {
         throw InvalidArgument("batch: cannot stack a tensor that lives on the device");
       }
-      if (element_bytes_ != 0) {
-        std::memcpy(base_ + slot * element_bytes_, value.raw_data(), element_bytes_);
-      }
+      if (element_bytes_ != 0) std::memcpy(to, value.raw_data(), element_bytes_);
+    }
+
+    /// The bytes of `slot`, for an element of `dtype` and `shape` that is
+    /// written there in place (a type whose builder computes its element
+    /// into the batch, such as image::PendingNormalize's): the first element
+    /// fixes the batch's dtype and shape, as set() does, and another dtype or
+    /// shape throws set()'s InvalidArgument. Thread-safe for distinct slots.
+    std::byte* slot_bytes(std::size_t slot, DType dtype, const Shape& shape) {
+      return prepare(slot, dtype, shape,
+                     detail::checked_byte_size(shape, dtype_size(dtype), "batch element"));
     }
 
     Tensor finish(std::size_t count) && {
@@ -142,22 +144,33 @@ struct batch_traits<Tensor> {
     }
 
    private:
+    std::byte* prepare(std::size_t slot, DType dtype, const Shape& shape, std::size_t bytes) {
+      if (state_.load(std::memory_order_acquire) != ready) init(dtype, shape, bytes);
+      if (dtype != dtype_ || !(shape == element_shape_)) {
+        throw InvalidArgument("batch: elements must have equal dtype and shape; got " +
+                              describe(dtype, shape) + " after " +
+                              describe(dtype_, element_shape_) +
+                              " (use padded_batch for elements of varying shape)");
+      }
+      return base_ + slot * element_bytes_;
+    }
+
     static std::string describe(DType t, const Shape& s) {
       return std::string(dtype_name(t)) + s.to_string();
     }
     // The first element to arrive fixes dtype and shape and allocates the
     // buffer; concurrent setters wait for it (a short spin, never a pool task).
-    void init(const Tensor& first) {
+    void init(DType dtype, const Shape& shape, std::size_t bytes) {
       int expected = empty;
       if (state_.compare_exchange_strong(expected, initialising, std::memory_order_acq_rel)) {
         try {
-          detail::check_batch_bytes(spec_.capacity, first.nbytes());
-          dtype_ = first.dtype();
-          element_shape_ = first.shape();
+          detail::check_batch_bytes(spec_.capacity, bytes);
+          dtype_ = dtype;
+          element_shape_ = shape;
           batch_ = Tensor(dtype_, element_shape_.prepend(static_cast<std::int64_t>(spec_.capacity)),
                           *spec_.allocator);
           base_ = static_cast<std::byte*>(batch_.raw_data());
-          element_bytes_ = first.nbytes();
+          element_bytes_ = bytes;
         } catch (...) {
           state_.store(empty, std::memory_order_release);
           throw;
@@ -166,7 +179,7 @@ struct batch_traits<Tensor> {
         return;
       }
       while (state_.load(std::memory_order_acquire) == initialising) std::this_thread::yield();
-      if (state_.load(std::memory_order_acquire) != ready) init(first);
+      if (state_.load(std::memory_order_acquire) != ready) init(dtype, shape, bytes);
     }
 
     static constexpr int empty = 0, initialising = 1, ready = 2;

@@ -2,19 +2,25 @@
 // (x / 255 - mean[c]) / std[c] as torchvision's ToTensor + Normalize, fused
 // with the change to [C, H, W] (or not) and the conversion to float32,
 // float16 or bfloat16: one pass into a new tensor from the pooled allocator
-// (normalize), or into one the caller gives, such as a slice of a batch
-// (normalize_into). Thread-safe.
+// (normalize), into one the caller gives, such as a slice of a batch
+// (normalize_into), or, through normalize_in_batch, straight into its slot of
+// the batch that batch() builds (no per-image float tensor, no copy into the
+// batch). Thread-safe.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dtype.hpp"
+#include "ingest/core/element_size.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/tensor.hpp"
 #include "ingest/image/types.hpp"
@@ -116,29 +122,62 @@ inline Shape normalize_shape(const ImageView& in, Layout layout) {
                                : Shape{in.height, in.width, in.channels};
 }
 
-/// normalize_into's checks and the arithmetic, once for both entry points;
-/// `op` names the caller in errors.
-inline void normalize_into(const Tensor& image, std::span<const float> mean,
-                           std::span<const float> std, Tensor& out, Layout layout,
-                           std::string_view op) {
-  const ImageView in = transform_view(image, op);
-  const auto channels = static_cast<std::size_t>(in.channels);
-  if (mean.size() != channels || std.size() != channels) {
+/// The per-channel constants, x * scale[c] + bias[c], after checking `mean`
+/// and `std` for `channels` channels; `op` names the caller in errors.
+struct NormalizeConstants {
+  float scale[4]{};
+  float bias[4]{};
+};
+inline NormalizeConstants normalize_constants(std::span<const float> mean,
+                                              std::span<const float> std, std::int64_t channels,
+                                              std::string_view op) {
+  const auto n = static_cast<std::size_t>(channels);
+  if (mean.size() != n || std.size() != n) {
     throw InvalidArgument(std::string(op) + ": mean and std need one value per channel (" +
-                          std::to_string(channels) + "), got " + std::to_string(mean.size()) +
-                          " and " + std::to_string(std.size()));
+                          std::to_string(n) + "), got " + std::to_string(mean.size()) + " and " +
+                          std::to_string(std.size()));
   }
-  float scale[4], bias[4];
-  for (std::size_t c = 0; c < channels; ++c) {
+  NormalizeConstants k;
+  for (std::size_t c = 0; c < n; ++c) {
     if (!std::isfinite(mean[c]) || !std::isfinite(std[c]) || std[c] == 0.0f) {
       throw InvalidArgument(std::string(op) +
                             ": mean and std must be finite and std not 0, got mean " +
                             std::to_string(mean[c]) + ", std " + std::to_string(std[c]) +
                             " for channel " + std::to_string(c));
     }
-    scale[c] = static_cast<float>(1.0 / (255.0 * static_cast<double>(std[c])));
-    bias[c] = static_cast<float>(-static_cast<double>(mean[c]) / static_cast<double>(std[c]));
+    k.scale[c] = static_cast<float>(1.0 / (255.0 * static_cast<double>(std[c])));
+    k.bias[c] = static_cast<float>(-static_cast<double>(mean[c]) / static_cast<double>(std[c]));
   }
+  return k;
+}
+
+/// The arithmetic: `in` normalized into `out` (of the dtype, holding the
+/// view's values in `layout`), no checks.
+inline void normalize_to(const ImageView& in, const NormalizeConstants& k, Layout layout,
+                         DType dtype, void* out) {
+  if (dtype == DType::float32) {
+    normalize_any<StoreFloat32>(in, layout, k.scale, k.bias, out);
+  } else if (dtype == DType::float16) {
+    normalize_any<StoreFloat16>(in, layout, k.scale, k.bias, out);
+  } else {
+    normalize_any<StoreBfloat16>(in, layout, k.scale, k.bias, out);
+  }
+}
+
+inline void check_normalize_dtype(DType dtype, std::string_view op) {
+  if (!normalize_dtype(dtype)) {
+    throw InvalidArgument(std::string(op) + ": dtype must be float32, float16 or bfloat16, got " +
+                          std::string(dtype_name(dtype)));
+  }
+}
+
+/// normalize_into's checks and the arithmetic, once for both entry points;
+/// `op` names the caller in errors.
+inline void normalize_into(const Tensor& image, std::span<const float> mean,
+                           std::span<const float> std, Tensor& out, Layout layout,
+                           std::string_view op) {
+  const ImageView in = transform_view(image, op);
+  const NormalizeConstants k = normalize_constants(mean, std, in.channels, op);
   if (!out.defined() || out.memory_kind() == MemoryKind::device || !normalize_dtype(out.dtype())) {
     throw InvalidArgument(std::string(op) +
                           ": out must be a host float32, float16 or bfloat16 tensor, got " +
@@ -158,14 +197,7 @@ inline void normalize_into(const Tensor& image, std::span<const float> mean,
       out_begin < in_begin + image.nbytes()) {
     throw InvalidArgument(std::string(op) + ": out shares memory with the image");
   }
-  void* dst = out.raw_data();
-  if (out.dtype() == DType::float32) {
-    normalize_any<StoreFloat32>(in, layout, scale, bias, dst);
-  } else if (out.dtype() == DType::float16) {
-    normalize_any<StoreFloat16>(in, layout, scale, bias, dst);
-  } else {
-    normalize_any<StoreBfloat16>(in, layout, scale, bias, dst);
-  }
+  normalize_to(in, k, layout, out.dtype(), out.raw_data());
 }
 
 }  // namespace detail
@@ -184,10 +216,7 @@ inline void normalize_into(const Tensor& image, std::span<const float> mean,
 inline Tensor normalize(const Tensor& image, std::span<const float> mean,
                         std::span<const float> std, const NormalizeOptions& options = {}) {
   const detail::ImageView in = detail::transform_view(image, "normalize");
-  if (!detail::normalize_dtype(options.dtype)) {
-    throw InvalidArgument("normalize: dtype must be float32, float16 or bfloat16, got " +
-                          std::string(dtype_name(options.dtype)));
-  }
+  detail::check_normalize_dtype(options.dtype, "normalize");
   Tensor out(options.dtype, detail::normalize_shape(in, options.layout));
   detail::normalize_into(image, mean, std, out, options.layout, "normalize");
   return out;
@@ -239,4 +268,92 @@ inline void normalize_into(const Tensor& image, std::initializer_list<float> mea
                          "normalize_into");
 }
 
+/// A normalize not done yet: what normalize_in_batch returns. batch() (and
+/// the map-and-batch it fuses into) writes it straight into its slot of the
+/// float batch, on the thread that computed the element: the batch of
+/// PendingNormalize elements is the Tensor [N, C, H, W] (or [N, H, W, C])
+/// that batching normalize's results would give, bit for bit, without a
+/// float tensor per image or a copy of it into the batch. tensor() does the
+/// normalize now, outside a batch. It holds the image (shared, not copied).
+class PendingNormalize {
+ public:
+  /// normalize(image, mean, std, {layout, dtype}), now.
+  Tensor tensor() const {
+    Tensor out(dtype_, shape());
+    write_to(out.raw_data());
+    return out;
+  }
+  /// The result's dtype and shape.
+  DType dtype() const noexcept { return dtype_; }
+  Shape shape() const { return detail::normalize_shape(view(), layout_); }
+  /// The image to normalize.
+  const Tensor& image() const noexcept { return image_; }
+  /// Writes the result to `out` (dtype() values, shape()'s number of them).
+  void write_to(void* out) const { detail::normalize_to(view(), k_, layout_, dtype_, out); }
+
+  /// Made by normalize_in_batch, which checks the image and the constants.
+  PendingNormalize(Tensor image, detail::NormalizeConstants k, const NormalizeOptions& options)
+      : image_(std::move(image)), k_(k), layout_(options.layout), dtype_(options.dtype) {}
+
+ private:
+  detail::ImageView view() const { return detail::view_of(image_, "normalize_in_batch"); }
+
+  Tensor image_;
+  detail::NormalizeConstants k_;
+  Layout layout_;
+  DType dtype_;
+};
+
+/// normalize(image, mean, std, options), done where the result goes: in a
+/// batch, straight into the batch's slot (see PendingNormalize). Checks
+/// what normalize checks, now, and throws its InvalidArgument (naming
+/// normalize_in_batch).
+inline PendingNormalize normalize_in_batch(const Tensor& image, std::span<const float> mean,
+                                           std::span<const float> std,
+                                           const NormalizeOptions& options = {}) {
+  constexpr std::string_view op = "normalize_in_batch";
+  const detail::ImageView in = detail::transform_view(image, op);
+  detail::check_normalize_dtype(options.dtype, op);
+  return PendingNormalize(image, detail::normalize_constants(mean, std, in.channels, op), options);
+}
+
+/// normalize_in_batch with braced lists.
+inline PendingNormalize normalize_in_batch(const Tensor& image, std::initializer_list<float> mean,
+                                           std::initializer_list<float> std,
+                                           const NormalizeOptions& options = {}) {
+  return normalize_in_batch(image, std::span<const float>(mean.begin(), mean.size()),
+                            std::span<const float>(std.begin(), std.size()), options);
+}
+
 }  // namespace ingest::image
+
+namespace ingest {
+
+/// PendingNormalize elements batch into the Tensor of their results: each is
+/// normalized into its slot of the batch (batch_traits<Tensor>'s buffer,
+/// with its checks: equal dtype and shape).
+template <>
+struct batch_traits<image::PendingNormalize> {
+  using batch_type = Tensor;
+  class builder {
+   public:
+    explicit builder(const BatchSpec& spec) : tensors_(spec) {}
+    void set(std::size_t slot, image::PendingNormalize&& value) {
+      value.write_to(tensors_.slot_bytes(slot, value.dtype(), value.shape()));
+    }
+    Tensor finish(std::size_t count) && { return std::move(tensors_).finish(count); }
+
+   private:
+    batch_traits<Tensor>::builder tensors_;
+  };
+};
+
+/// A PendingNormalize counts as the result it will be.
+template <>
+struct element_size<image::PendingNormalize> {
+  static std::size_t bytes(const image::PendingNormalize& p) {
+    return static_cast<std::size_t>(p.shape().num_elements()) * dtype_size(p.dtype());
+  }
+};
+
+}  // namespace ingest
