@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -390,3 +391,29 @@ TEST_CASE("normalize_in_batch rejects bad input, naming itself, and a batch of m
   CHECK_THROWS_WITH(it.next(), Catch::Contains("batch: elements must have equal dtype and shape") &&
                                    Catch::Contains("float32[3, 6, 7]"));
 }
+
+#if INGEST_NORMALIZE_AVX2
+TEST_CASE("normalize's AVX2 kernel (float32, chw, 3 channels) equals the portable loop",
+          "[image][normalize]") {
+  if (!ingest::image::detail::normalize_avx2_available()) {
+    WARN("no AVX2 on this CPU: the kernel is not used, nothing to compare");
+    return;
+  }
+  const float scale[3] = {0.0171f, 0.0175f, 0.0174f}, bias[3] = {-2.1179f, -2.0357f, -1.8044f};
+  // Pixel counts around the 16-pixel step (tails of 0 to 15), and a 224 x 224 crop.
+  std::vector<std::int64_t> counts;
+  for (std::int64_t n = 0; n <= 40; ++n) counts.push_back(n);
+  counts.push_back(224 * 224);
+  for (const std::int64_t n : counts) {
+    INFO(n << " pixels");
+    std::vector<std::uint8_t> in(static_cast<std::size_t>(n * 3));
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint8_t>(i * 89 + 7);
+    std::vector<float> portable(in.size() + 1, -1.0f), avx2(in.size() + 1, -1.0f);
+    ingest::image::detail::normalize_chw<3, ingest::image::detail::StoreFloat32>(
+        in.data(), n, scale, bias, portable.data());
+    ingest::image::detail::normalize_chw3_f32_avx2(in.data(), n, scale, bias, avx2.data());
+    CHECK(std::memcmp(portable.data(), avx2.data(), avx2.size() * sizeof(float)) == 0);
+    CHECK(avx2.back() == -1.0f);  // nothing written past the planes
+  }
+}
+#endif
