@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <ingest/image/flip.hpp>
 
@@ -87,3 +88,27 @@ TEST_CASE("flips reject bad images and probabilities, naming the op", "[image][f
   CHECK_THROWS_AS(random_flip_left_right(img, rng, -0.1), InvalidArgument);
   CHECK_THROWS_AS(random_flip_left_right(img, rng, std::nan("")), InvalidArgument);
 }
+
+#if INGEST_FLIP_SSSE3
+TEST_CASE("flip's SSSE3 kernel (3 channels) reverses pixels as the portable loop does",
+          "[image][flip]") {
+  if (!ingest::image::detail::flip_ssse3_available()) {
+    WARN("no SSSE3 on this CPU: the kernel is not used, nothing to compare");
+    return;
+  }
+  // Widths around the 16-pixel step (0 to 15 left over), and 224.
+  std::vector<std::int64_t> widths;
+  for (std::int64_t w = 0; w <= 40; ++w) widths.push_back(w);
+  widths.push_back(224);
+  for (const std::int64_t w : widths) {
+    INFO("width " << w);
+    std::vector<std::uint8_t> src(static_cast<std::size_t>(w * 3));
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 37 + 11);
+    std::vector<std::uint8_t> portable(src.size() + 1, 0xA5), fast(src.size() + 1, 0xA5);
+    ingest::image::detail::reverse_pixels<3>(src.data(), w, portable.data());
+    ingest::image::detail::reverse_pixels3_ssse3(src.data(), w, fast.data());
+    CHECK(portable == fast);
+    CHECK(fast.back() == 0xA5);  // nothing written past the row
+  }
+}
+#endif

@@ -13,6 +13,13 @@
 #include "ingest/core/tensor.hpp"
 #include "ingest/image/types.hpp"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define INGEST_FLIP_SSSE3 1
+#else
+#define INGEST_FLIP_SSSE3 0
+#endif
+
 namespace ingest::image {
 
 namespace detail {
@@ -26,6 +33,56 @@ void reverse_pixels(const std::uint8_t* __restrict src, std::int64_t width,
     for (int c = 0; c < C; ++c) dst[x * C + c] = src[(width - 1 - x) * C + c];
   }
 }
+
+#if INGEST_FLIP_SSSE3
+inline bool flip_ssse3_available() noexcept {
+  static const bool available = __builtin_cpu_supports("ssse3");
+  return available;
+}
+
+// The byte shuffles that reverse 16 RGB pixels (48 bytes, three vectors):
+// output vector k takes its bytes from input vector j through masks[k][j]
+// (-1: none from there).
+struct ReverseMasks {
+  std::int8_t masks[3][3][16];
+};
+constexpr ReverseMasks make_reverse_masks() noexcept {
+  ReverseMasks r{};
+  for (auto& out : r.masks)
+    for (auto& in : out)
+      for (auto& b : in) b = -1;
+  for (int i = 0; i < 48; ++i) {
+    const int from = 3 * (15 - i / 3) + i % 3;
+    r.masks[i / 16][from / 16][i % 16] = static_cast<std::int8_t>(from % 16);
+  }
+  return r;
+}
+inline constexpr ReverseMasks reverse_masks = make_reverse_masks();
+
+// reverse_pixels<3> with SSSE3, chosen at run time: 16 pixels at a time,
+// six byte shuffles; the pixels left over one at a time.
+__attribute__((target("ssse3"))) inline void reverse_pixels3_ssse3(
+    const std::uint8_t* __restrict src, std::int64_t width, std::uint8_t* __restrict dst) noexcept {
+  const auto load = [](const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); };
+  __m128i mask[3][3];
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < 3; ++j) mask[k][j] = load(reverse_masks.masks[k][j]);
+  std::int64_t x = 0;
+  for (; x + 16 <= width; x += 16) {
+    const std::uint8_t* from = src + (width - 16 - x) * 3;
+    const __m128i v0 = load(from), v1 = load(from + 16), v2 = load(from + 32);
+    for (int k = 0; k < 3; ++k) {
+      const __m128i out = _mm_or_si128(
+          _mm_or_si128(_mm_shuffle_epi8(v0, mask[k][0]), _mm_shuffle_epi8(v1, mask[k][1])),
+          _mm_shuffle_epi8(v2, mask[k][2]));
+      _mm_storeu_si128(static_cast<__m128i*>(static_cast<void*>(dst + x * 3 + 16 * k)), out);
+    }
+  }
+  for (; x < width; ++x) {
+    for (int c = 0; c < 3; ++c) dst[x * 3 + c] = src[(width - 1 - x) * 3 + c];
+  }
+}
+#endif
 
 }  // namespace detail
 
@@ -41,7 +98,15 @@ inline Tensor flip_left_right(const Tensor& image) {
     std::uint8_t* dst = out.data<std::uint8_t>() + y * row_bytes;
     switch (in.channels) {
       case 1: detail::reverse_pixels<1>(src, in.width, dst); break;
-      case 3: detail::reverse_pixels<3>(src, in.width, dst); break;
+      case 3:
+#if INGEST_FLIP_SSSE3
+        if (detail::flip_ssse3_available()) {
+          detail::reverse_pixels3_ssse3(src, in.width, dst);
+          break;
+        }
+#endif
+        detail::reverse_pixels<3>(src, in.width, dst);
+        break;
       default: detail::reverse_pixels<4>(src, in.width, dst); break;
     }
   }
