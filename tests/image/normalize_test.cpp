@@ -333,7 +333,7 @@ TEST_CASE("normalize_in_batch: batches normalize's results bit for bit, without 
         CHECK(one.dtype() == dtype);
         CHECK(one.shape() == normalize(images[0], mean, std, options).shape());
         CHECK(same_bytes(one.tensor(), normalize(images[0], mean, std, options)));
-        CHECK(ingest::detail::element_bytes(one) == one.tensor().nbytes());
+        CHECK(ingest::detail::element_bytes(one) == images[0].nbytes());  // what it holds
         // batch(3) of 7: two full batches and a remainder of one; the map
         // sequential, parallel (fused into map-and-batch) and autotuned.
         for (std::int64_t parallelism : {std::int64_t{1}, std::int64_t{2}, autotune}) {

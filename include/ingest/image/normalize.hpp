@@ -423,12 +423,10 @@ struct batch_traits<image::PendingNormalize> {
   };
 };
 
-/// A PendingNormalize counts as the result it will be.
+/// A PendingNormalize holds its image (the result is written into the batch).
 template <>
 struct element_size<image::PendingNormalize> {
-  static std::size_t bytes(const image::PendingNormalize& p) {
-    return static_cast<std::size_t>(p.shape().num_elements()) * dtype_size(p.dtype());
-  }
+  static std::size_t bytes(const image::PendingNormalize& p) { return p.image().nbytes(); }
 };
 
 }  // namespace ingest
