@@ -36,6 +36,7 @@
 #include <ingest/ingest.hpp>
 
 #include "support/bench.hpp"
+#include "support/files.hpp"
 #include "support/images.hpp"
 
 namespace {
@@ -102,11 +103,7 @@ void generate(std::int64_t n) {
     std::snprintf(name, sizeof name, "image_%05zu.jpg", i);
     const std::filesystem::path dir = d.folder / cls;
     std::filesystem::create_directories(dir);
-    std::FILE* f = std::fopen((dir / name).c_str(), "wb");
-    const bool written =
-        f && std::fwrite(d.jpegs[i].data(), 1, d.jpegs[i].size(), f) == d.jpegs[i].size();
-    if (f && std::fclose(f) != 0) f = nullptr;
-    if (!f || !written) throw std::runtime_error("cannot write " + (dir / name).string());
+    ingest::testing::write_file((dir / name).string(), d.jpegs[i]);
   }
 }
 

@@ -410,7 +410,7 @@ TEST_CASE("normalize's AVX2 kernel (float32, chw, 3 channels) equals the portabl
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint8_t>(i * 89 + 7);
     std::vector<float> portable(in.size() + 1, -1.0f), avx2(in.size() + 1, -1.0f);
     ingest::image::detail::normalize_chw<3, ingest::image::detail::StoreFloat32>(
-        in.data(), n, scale, bias, portable.data());
+        in.data(), n, scale, bias, portable.data(), n);
     ingest::image::detail::normalize_chw3_f32_avx2(in.data(), n, scale, bias, avx2.data());
     CHECK(std::memcmp(portable.data(), avx2.data(), avx2.size() * sizeof(float)) == 0);
     CHECK(avx2.back() == -1.0f);  // nothing written past the planes

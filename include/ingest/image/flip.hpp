@@ -60,7 +60,7 @@ constexpr ReverseMasks make_reverse_masks() noexcept {
 inline constexpr ReverseMasks reverse_masks = make_reverse_masks();
 
 // reverse_pixels<3> with SSSE3, chosen at run time: 16 pixels at a time,
-// six byte shuffles; the pixels left over one at a time.
+// six byte shuffles; the pixels left over through the portable loop.
 __attribute__((target("ssse3"))) inline void reverse_pixels3_ssse3(
     const std::uint8_t* __restrict src, std::int64_t width, std::uint8_t* __restrict dst) noexcept {
   const auto load = [](const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); };
@@ -78,9 +78,8 @@ __attribute__((target("ssse3"))) inline void reverse_pixels3_ssse3(
       _mm_storeu_si128(static_cast<__m128i*>(static_cast<void*>(dst + x * 3 + 16 * k)), out);
     }
   }
-  for (; x < width; ++x) {
-    for (int c = 0; c < 3; ++c) dst[x * 3 + c] = src[(width - 1 - x) * 3 + c];
-  }
+  // The rest: the first width - x pixels of src, reversed.
+  reverse_pixels<3>(src, width - x, dst + x * 3);
 }
 #endif
 

@@ -89,17 +89,21 @@ void normalize_hwc(const std::uint8_t* __restrict in, std::int64_t pixels, const
 // buffer, then out to the C planes. GCC cannot vectorise the arithmetic
 // straight from 3-byte pixels to planes (no stride-3 loads in SSE2), but it
 // does the block's, and the buffer stays in L1: one pass over memory.
+//
+// `plane`: the distance between the output planes (the image's pixels; a
+// tail of an image written in place passes the whole image's).
 template <int C, class Store>
 void normalize_chw(const std::uint8_t* __restrict in, std::int64_t pixels, const float* scale,
-                   const float* bias, typename Store::type* __restrict out) noexcept {
+                   const float* bias, typename Store::type* __restrict out,
+                   std::int64_t plane) noexcept {
   constexpr std::int64_t block = 64;
   typename Store::type buffer[block * C];
   for (std::int64_t p0 = 0; p0 < pixels; p0 += block) {
     const std::int64_t n = std::min(block, pixels - p0);
     normalize_hwc<C, Store>(in + p0 * C, n, scale, bias, buffer);
     for (int c = 0; c < C; ++c) {
-      typename Store::type* __restrict plane = out + c * pixels + p0;
-      for (std::int64_t j = 0; j < n; ++j) plane[j] = buffer[j * C + c];
+      typename Store::type* __restrict to = out + c * plane + p0;
+      for (std::int64_t j = 0; j < n; ++j) to[j] = buffer[j * C + c];
     }
   }
 }
@@ -153,14 +157,8 @@ __attribute__((target("avx2"))) inline void normalize_chw3_f32_avx2(
       _mm256_storeu_ps(to + 8, _mm256_add_ps(_mm256_mul_ps(hi, s[c]), b[c]));
     }
   }
-  if (end == pixels) return;
-  // The rest, through the portable loop's block buffer.
-  constexpr std::int64_t block = 16;
-  float buffer[block * 3];
-  const std::int64_t n = pixels - end;
-  normalize_hwc<3, StoreFloat32>(in + end * 3, n, scale, bias, buffer);
-  for (int c = 0; c < 3; ++c)
-    for (std::int64_t j = 0; j < n; ++j) out[c * pixels + end + j] = buffer[j * 3 + c];
+  // The rest through the portable loop, into the same planes.
+  normalize_chw<3, StoreFloat32>(in + end * 3, pixels - end, scale, bias, out + end, pixels);
 }
 #endif
 
@@ -180,10 +178,10 @@ void normalize_any(const ImageView& in, Layout layout, const float* scale, const
         }
       }
 #endif
-      return chw ? normalize_chw<3, Store>(in.data, n, scale, bias, o)
+      return chw ? normalize_chw<3, Store>(in.data, n, scale, bias, o, n)
                  : normalize_hwc<3, Store>(in.data, n, scale, bias, o);
     default:
-      return chw ? normalize_chw<4, Store>(in.data, n, scale, bias, o)
+      return chw ? normalize_chw<4, Store>(in.data, n, scale, bias, o, n)
                  : normalize_hwc<4, Store>(in.data, n, scale, bias, o);
   }
 }
