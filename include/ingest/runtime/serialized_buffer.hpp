@@ -1,11 +1,15 @@
 // The serialized form of a stage's buffered elements, kept from one save to
 // the next (shuffle's buffer): a save serializes only the elements that
 // entered the buffer since the last one and shares the bytes of the others
-// with the states that hold them. It costs a pointer per 64 elements and a
-// copy of the refs of each 64-slot block that changed since the last save,
-// not a copy of the buffer. The anchors of the stages that run ahead of the
-// consumer (anchors.hpp) can then anchor a large shuffle buffer every few
-// pulls, and a restore replays a few pulls instead of most of an epoch.
+// with the states that hold them. A save costs the slots that changed since
+// the last one, not a pass over the buffer: its refs (where each element's
+// bytes are) are a full copy made now and then (the base) and a journal of
+// the slots changed since, both shared between saves. A new base is made
+// once the journal would hold a quarter of the buffer's size, so a change
+// costs about four refs' copy in all. The anchors of the stages that run
+// ahead of the consumer (anchors.hpp) can then anchor a large shuffle buffer
+// every batch or every few (their pacing), and a restore replays that many
+// pulls at most instead of most of an epoch.
 //
 // The bytes live in chunks of 4 MiB or more, shared (read-only) with the
 // states that refer to them: each element is serialized once while it is
@@ -69,8 +73,11 @@ class SerializedBuffer {
   void clear() noexcept {
     refs_.clear();
     live_ = 0;
-    published_.clear();
-    changed_.clear();
+    dirty_.clear();
+    dirty_flag_.clear();
+    base_.reset();
+    journal_.clear();
+    journal_size_ = 0;
     chunks_.clear();
     adopted_.clear();
     tail_used_ = 0;
@@ -102,35 +109,24 @@ class SerializedBuffer {
   /// StateWriter::write_element_table would, as one deferred part: the
   /// elements not kept yet are serialized now (time reported as prepaid),
   /// the others are shared. An empty slot is one adopted and not read yet
-  /// (kept). Costs the blocks of slots changed since the last call (their
-  /// new elements serialized, their refs copied) and a pointer per block,
-  /// not a pass over the buffer.
+  /// (kept). Costs the slots changed since the last call (their new
+  /// elements serialized, their refs added to the journal) and a pointer
+  /// per journal block, not a pass over the buffer (but for a new base).
   template <serializable T>
   void write(StateWriter& w, std::span<const std::optional<T>> elements) {
     const std::int64_t start = now_ns();
     grow(elements.size());
-    for (std::size_t b = 0; b < changed_.size(); ++b) {
-      if (!changed_[b]) continue;
-      const std::size_t end = std::min(refs_.size(), (b + 1) * block_refs);
-      for (std::size_t i = b * block_refs; i < end; ++i)
-        if (!refs_[i].data) set(i, append_element(*elements[i]));
-    }
+    for (const std::size_t i : dirty_)
+      if (i < refs_.size() && !refs_[i].data) set(i, append_element(*elements[i]));
     if (used_ > 2 * live_ + chunk_bytes) compact();
-    w.add_prepaid_ns(now_ns() - start);
-    // The changed blocks' refs, copied once; the others shared with the
-    // last snapshot.
-    const std::size_t blocks = (refs_.size() + block_refs - 1) / block_refs;
-    published_.resize(blocks);
-    for (std::size_t b = 0; b < blocks; ++b) {
-      if (!changed_[b] && published_[b]) continue;
-      auto block = std::make_shared<Block>();
-      const std::size_t n = std::min(block_refs, refs_.size() - b * block_refs);
-      std::copy_n(refs_.begin() + static_cast<std::ptrdiff_t>(b * block_refs), n, block->begin());
-      published_[b] = std::move(block);
-      changed_[b] = false;
-    }
+    const std::int64_t serialized = now_ns();
+    // A new base is prepaid too: made once for the saves of the next
+    // quarter buffer's changes.
+    w.add_prepaid_ns((publish() ? now_ns() : serialized) - start);
     auto snapshot = std::make_shared<Snapshot>();
-    snapshot->blocks = published_;
+    snapshot->base = base_;
+    snapshot->journal = journal_;
+    snapshot->journal_size = journal_size_;
     snapshot->count = refs_.size();
     snapshot->owners.assign(chunks_.begin(), chunks_.end());
     snapshot->owners.insert(snapshot->owners.end(), adopted_.begin(), adopted_.end());
@@ -152,48 +148,105 @@ class SerializedBuffer {
     const std::byte* data = nullptr;  // null: not kept
     std::size_t size = 0;
   };
-  // Snapshots hold the refs in blocks of 64 slots, immutable once made
-  // (read on other threads) and shared between snapshots until one of
-  // their slots changes.
-  static constexpr std::size_t block_refs = 64;
-  using Block = std::array<Ref, block_refs>;
+  // A slot's ref from some save on. The journal lives in blocks that are
+  // never moved: a snapshot reads the entries written before it while later
+  // ones are appended (other entries, on the stage's thread).
+  struct Entry {
+    std::size_t slot = 0;
+    Ref ref;
+  };
+  static constexpr std::size_t journal_block = 1024;
+  using JournalBlock = std::array<Entry, journal_block>;
 
+  // A save's refs: the base's, then the journal's first journal_size
+  // entries applied in order (later ones win), over `count` slots. Read on
+  // other threads; what it refers to is never changed.
   struct Snapshot final : DeferredBytes {
-    std::vector<std::shared_ptr<const Block>> blocks;
+    std::shared_ptr<const std::vector<Ref>> base;
+    std::vector<std::shared_ptr<JournalBlock>> journal;
+    std::size_t journal_size = 0;
     std::size_t count = 0;
     std::vector<std::shared_ptr<const void>> owners;  // keep the refs' bytes alive
     std::size_t total = 0;
     std::size_t size() const noexcept override { return total; }
-    // StateWriter::write_element_table's layout: the lengths, then the bytes.
+    // StateWriter::write_element_table's layout: the lengths, then the
+    // bytes. Without allocating: each slot's length field first holds where
+    // its ref comes from (0: the base; j + 1: journal entry j), then its length.
     void copy_to(std::byte* out) const noexcept override {
-      for (std::size_t i = 0; i < count; ++i) {
-        const auto size = static_cast<std::uint64_t>(ref(i).size);
-        for (int k = 0; k < 8; ++k) out[k] = static_cast<std::byte>((size >> (8 * k)) & 0xff);
-        out += 8;
+      const auto put = [&](std::size_t slot, std::uint64_t v) {
+        std::byte* at = out + 8 * slot;
+        for (int k = 0; k < 8; ++k) at[k] = static_cast<std::byte>((v >> (8 * k)) & 0xff);
+      };
+      const auto get = [&](std::size_t slot) {
+        std::uint64_t v = 0;
+        for (int k = 0; k < 8; ++k) v |= static_cast<std::uint64_t>(out[8 * slot + k]) << (8 * k);
+        return v;
+      };
+      for (std::size_t i = 0; i < count; ++i) put(i, 0);
+      for (std::size_t j = 0; j < journal_size; ++j) {
+        const Entry& e = entry(j);
+        if (e.slot < count) put(e.slot, j + 1);
       }
+      std::byte* bytes = out + 8 * count;
       for (std::size_t i = 0; i < count; ++i) {
-        const Ref r = ref(i);
-        if (r.size != 0) std::memcpy(out, r.data, r.size);
-        out += r.size;
+        const std::uint64_t from = get(i);
+        const Ref r = from == 0 ? (*base)[i] : entry(static_cast<std::size_t>(from - 1)).ref;
+        if (r.size != 0) std::memcpy(bytes, r.data, r.size);
+        bytes += r.size;
+        put(i, r.size);
       }
     }
-    Ref ref(std::size_t i) const noexcept { return (*blocks[i / block_refs])[i % block_refs]; }
+    const Entry& entry(std::size_t j) const noexcept {
+      return (*journal[j / journal_block])[j % journal_block];
+    }
   };
 
-  // Sets the ref of `slot` (< refs_.size()) and marks its block changed.
+  // Sets the ref of `slot` (< refs_.size()) and marks it changed.
   void set(std::size_t slot, Ref r) noexcept {
     live_ = live_ - refs_[slot].size + r.size;
     refs_[slot] = r;
-    changed_[slot / block_refs] = true;
+    mark(slot);
+  }
+  void mark(std::size_t slot) noexcept {
+    if (dirty_flag_[slot]) return;
+    dirty_flag_[slot] = 1;
+    dirty_.push_back(slot);  // room reserved by grow()
   }
 
-  // Covers `n` slots (the new ones not kept).
+  // Covers `n` slots (the new ones not kept, changed).
   void grow(std::size_t n) {
     if (n <= refs_.size()) return;
-    const std::size_t blocks = (n + block_refs - 1) / block_refs;
-    if (changed_.size() < blocks) changed_.resize(blocks, true);
-    for (std::size_t b = refs_.size() / block_refs; b < blocks; ++b) changed_[b] = true;
+    if (dirty_flag_.size() < n) {
+      dirty_flag_.resize(n, 0);
+      dirty_.reserve(n);
+    }
+    const std::size_t from = refs_.size();
     refs_.resize(n);
+    for (std::size_t i = from; i < n; ++i) mark(i);
+  }
+
+  // Makes the refs changed since the last save a save's: appended to the
+  // journal, or a new base once the journal would hold more than a quarter
+  // of the slots (then returns true). Clears the changed marks.
+  bool publish() {
+    const std::size_t count = refs_.size();
+    const bool based = !base_ || journal_size_ + dirty_.size() > count / 4;
+    if (based) {
+      base_ = std::make_shared<const std::vector<Ref>>(refs_);
+      journal_.clear();
+      journal_size_ = 0;
+    } else {
+      for (const std::size_t i : dirty_) {
+        if (i >= count) continue;  // removed since
+        if (journal_size_ == journal_.size() * journal_block)
+          journal_.push_back(std::make_shared<JournalBlock>());
+        (*journal_.back())[journal_size_ % journal_block] = {i, refs_[i]};
+        ++journal_size_;
+      }
+    }
+    for (const std::size_t i : dirty_) dirty_flag_[i] = 0;
+    dirty_.clear();
+    return based;
   }
 
   template <class T>
@@ -239,10 +292,13 @@ class SerializedBuffer {
   }
 
   bool active_ = false;
-  std::vector<Ref> refs_;  // one per buffered element (from the front), or fewer
-  std::size_t live_ = 0;   // the kept refs' bytes
-  std::vector<std::shared_ptr<const Block>> published_;  // refs_ as of the last snapshot
-  std::vector<bool> changed_;  // per block: changed since (or not published yet)
+  std::vector<Ref> refs_;                 // one per buffered element (from the front), or fewer
+  std::size_t live_ = 0;                  // the kept refs' bytes
+  std::vector<std::size_t> dirty_;        // slots changed since the last save, each once
+  std::vector<std::uint8_t> dirty_flag_;  // per slot: in dirty_
+  std::shared_ptr<const std::vector<Ref>> base_;        // refs_ as of the last new base
+  std::vector<std::shared_ptr<JournalBlock>> journal_;  // the changes since, in blocks
+  std::size_t journal_size_ = 0;                        // entries in journal_
   std::vector<std::shared_ptr<Chunk>> chunks_;
   std::vector<std::shared_ptr<const void>> adopted_;  // a restored state's storage
   std::size_t tail_used_ = 0;                         // bytes used in the newest chunk
