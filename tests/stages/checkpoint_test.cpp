@@ -465,6 +465,32 @@ TEST_CASE("checkpoint: cache in memory and in a file, filling or read", "[stages
   CHECK(collect(once()).size() == 7);  // read from the file
 }
 
+TEST_CASE("checkpoint: the stages before a cache, prefetch or repeat are part of the pipeline",
+          "[stages][checkpoint]") {
+  // A state names the first stage that differs even when it lies before a
+  // cache (memory or file), a prefetch, a repeat or with_options.
+  const auto saved = [](auto ds) {
+    auto it = ds.iterator();
+    REQUIRE(it.next().has_value());
+    return it.save();
+  };
+  const auto rejects = [](auto ds, const IteratorState& state, const char* stage) {
+    CHECK_THROWS_AS(ds.iterator(state), InvalidArgument);
+    CHECK_THROWS_WITH(ds.iterator(state), Catch::Contains(stage));
+  };
+  const auto twice = [](std::int64_t x) { return 2 * x; };
+  const auto odd = [](std::int64_t x) { return x % 2 == 1; };
+  rejects(range(9).filter(odd).cache(), saved(range(9).map(twice).cache()), "'map'");
+  rejects(range(9).take(4).prefetch(2), saved(range(9).skip(4).prefetch(2)), "'skip'");
+  rejects(range(8).repeat(2), saved(range(9).repeat(2)), "'range'");
+  rejects(range(8).with_options({}), saved(range(9).with_options({})), "'range'");
+  TempDir dir;
+  const std::string path = (dir.path() / "c.bin").string();
+  rejects(range(7).cache(path), saved(range(9).cache(path)), "'range'");
+  // The same pipeline restores.
+  CHECK_NOTHROW(range(9).map(twice).cache().iterator(saved(range(9).map(twice).cache())));
+}
+
 TEST_CASE("checkpoint: flat_map stores the input element whose dataset is open",
           "[stages][checkpoint]") {
   // Empty datasets among them; the open one's position is restored.

@@ -8,9 +8,13 @@
 //
 // so a stage's header holds only its own logic: its iterator, its
 // parameters and their checks, its cardinality. A stage that runs its input
-// in a context of its own (prefetch and the loaders: a cancellable one;
-// with_options: other options) or re-creates its input's iterator (repeat,
-// cache) hides make_iterator with its own and uses input().
+// in a context of its own (prefetch, interleave and the loaders: a
+// cancellable one; with_options: other options) or chooses per pass whether
+// to iterate its input at all (cache) hides make_iterator with its own and
+// opens the input with input_iterator(its context); one that re-creates its
+// input's iterator for each pass (repeat) hands input() to its iterator.
+// Every one-input stage derives from this shell, so input() (which the
+// pipeline's fingerprint and description walk) exists on all of them.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +34,13 @@ class UnaryStage : public DatasetBase<Derived, T> {
   const Input& input() const noexcept { return input_; }
 
   auto make_iterator(const IteratorContext& ctx) const {
-    return static_cast<const Derived&>(*this).make_stage_iterator(child_iterator(input_, ctx), ctx);
+    return static_cast<const Derived&>(*this).make_stage_iterator(input_iterator(ctx), ctx);
   }
 
  protected:
+  /// The input's iterator in `ctx`, registered in the model and probed.
+  auto input_iterator(const IteratorContext& ctx) const { return child_iterator(input_, ctx); }
+
   /// The input's cardinality() (unknown_cardinality when it has none).
   std::int64_t input_cardinality() const { return cardinality_of(input_); }
 

@@ -43,6 +43,7 @@
 #include "ingest/formats/tfrecord_format.hpp"
 #include "ingest/formats/tfrecord_writer.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 #include "ingest/storage/file.hpp"
 
 namespace ingest {
@@ -338,7 +339,8 @@ class CacheIterator {
 };
 
 template <class Input>
-class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::element_type> {
+class CacheDataset
+    : public detail::UnaryStage<CacheDataset<Input>, Input, typename Input::element_type> {
   using T = typename Input::element_type;
   using Iterator = CacheIterator<detail::child_iterator_t<Input>>;
   using State = typename Iterator::State;
@@ -347,7 +349,7 @@ class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::ele
   static constexpr std::string_view stage_name = "cache";
 
   CacheDataset(Input input, std::string path)
-      : input_(std::move(input)), state_(std::make_shared<State>()) {
+      : CacheDataset::UnaryStage(std::move(input)), state_(std::make_shared<State>()) {
     state_->path = std::move(path);
   }
 
@@ -357,11 +359,11 @@ class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::ele
       if (state_->elements) return Iterator(state_->elements);
       if (state_->filling) {
         // Another pass fills it.
-        return Iterator(detail::child_iterator(input_, ctx), nullptr, unknown_cardinality);
+        return Iterator(this->input_iterator(ctx), nullptr, unknown_cardinality);
       }
       state_->filling = true;
       lock.unlock();
-      return Iterator(detail::child_iterator(input_, ctx), state_, cardinality());
+      return Iterator(this->input_iterator(ctx), state_, cardinality());
     }
     // Temporaries that killed processes left while filling a cache here
     // would otherwise stay forever (a live filler's is kept: it is locked).
@@ -372,13 +374,12 @@ class CacheDataset : public DatasetBase<CacheDataset<Input>, typename Input::ele
     if (detail::file_exists(state_->path, "cache")) {
       log_line("cache: rebuilding '" + state_->path + "' because " + check.problem);
     }
-    return Iterator(detail::child_iterator(input_, ctx), state_, cardinality());
+    return Iterator(this->input_iterator(ctx), state_, cardinality());
   }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   std::shared_ptr<State> state_;
 };
 

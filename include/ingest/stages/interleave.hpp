@@ -43,6 +43,7 @@
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
 #include "ingest/runtime/runtime_core.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -482,15 +483,15 @@ class InterleaveIterator {
 
 template <class Input, class F>
 class InterleaveDataset
-    : public DatasetBase<
-          InterleaveDataset<Input, F>,
+    : public detail::UnaryStage<
+          InterleaveDataset<Input, F>, Input,
           typename detail::interleaved_dataset_t<F, typename Input::element_type>::element_type> {
  public:
   static constexpr std::string_view stage_name = "interleave";
   using model_node = detail::InterleaveNode;
 
   InterleaveDataset(Input input, F f, InterleaveOptions options)
-      : input_(std::move(input)), f_(std::move(f)), options_(options) {
+      : InterleaveDataset::UnaryStage(std::move(input)), f_(std::move(f)), options_(options) {
     detail::check_knob_option("interleave", "cycle_length", options.cycle_length);
     detail::check_knob_option("interleave", "parallelism", options.parallelism);
     if (options.block_length < 1) {
@@ -519,11 +520,9 @@ class InterleaveDataset
     }
     CancellationSource cancel(ctx.cancellation);
     const IteratorContext inner = ctx.cancellable_by(cancel);
-    return InterleaveIterator<detail::child_iterator_t<Input>, F>(
-        detail::child_iterator(input_, inner), f_, config, inner, std::move(cancel));
+    return InterleaveIterator<detail::child_iterator_t<Input>, F>(this->input_iterator(inner), f_,
+                                                                  config, inner, std::move(cancel));
   }
-
-  const Input& input() const noexcept { return input_; }
 
   /// The cycle length and block length (parallelism is not: a state
   /// restores into any).
@@ -532,7 +531,6 @@ class InterleaveDataset
   }
 
  private:
-  Input input_;
   F f_;
   InterleaveOptions options_;
 };

@@ -22,6 +22,7 @@
 #include "ingest/runtime/prefetcher.hpp"
 #include "ingest/runtime/probe.hpp"
 #include "ingest/runtime/runtime_core.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest::detail {
 
@@ -30,7 +31,7 @@ namespace ingest::detail {
 /// buffer knob is the depth, so the autotuner tunes it when depth is
 /// ingest::autotune.
 template <class Derived, class Backend, class Input>
-class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> {
+class LoaderDataset : public UnaryStage<Derived, Input, typename Backend::batch_type> {
  public:
   using options_type = typename Backend::options_type;
   static constexpr std::string_view stage_name = Backend::stage_name;
@@ -40,13 +41,12 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
 
   /// Throws InvalidArgument for a depth below 1 (other than ingest::autotune).
   explicit LoaderDataset(Input input, options_type options = {})
-      : input_(std::move(input)), options_(std::move(options)) {
+      : LoaderDataset::UnaryStage(std::move(input)), options_(std::move(options)) {
     check_knob_option(std::string(Backend::stage_name).c_str(), "depth", options_.depth);
   }
 
+  /// The options (the depth is not part of the fingerprint).
   const options_type& options() const noexcept { return options_; }
-  /// The input (the depth is not part of the fingerprint).
-  const Input& input() const noexcept { return input_; }
 
   /// Throws what the backend throws when it cannot run here (e.g.
   /// ingest::Unavailable without a CUDA device), before starting anything.
@@ -71,13 +71,12 @@ class LoaderDataset : public DatasetBase<Derived, typename Backend::batch_type> 
     Backend::adapt_input_context(inner, options_);
     using Step = LoadStep<Backend, child_iterator_t<Input>>;
     return PrefetchIterator<Step>(
-        Step(child_iterator(input_, inner), std::move(shared), std::move(engine), depth, knob),
+        Step(this->input_iterator(inner), std::move(shared), std::move(engine), depth, knob),
         static_cast<std::size_t>(capacity), runtime, ctx.node, std::move(cancel),
         Backend::stage_name, checkpoint_flag(ctx.model));
   }
 
  private:
-  Input input_;
   options_type options_;
 };
 

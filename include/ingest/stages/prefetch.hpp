@@ -23,6 +23,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -31,13 +32,14 @@ namespace ingest {
 inline constexpr std::int64_t max_tuned_buffer = 64;
 
 template <class Input>
-class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Input::element_type> {
+class PrefetchDataset
+    : public detail::UnaryStage<PrefetchDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "prefetch";
   using model_node = detail::PrefetchNode;
 
   PrefetchDataset(Input input, std::int64_t buffer_size)
-      : input_(std::move(input)), buffer_size_(buffer_size) {
+      : PrefetchDataset::UnaryStage(std::move(input)), buffer_size_(buffer_size) {
     if (buffer_size != autotune && buffer_size < 0) {
       throw InvalidArgument("prefetch: buffer_size must be >= 0 or ingest::autotune; got " +
                                 std::to_string(buffer_size),
@@ -62,17 +64,15 @@ class PrefetchDataset : public DatasetBase<PrefetchDataset<Input>, typename Inpu
     CancellationSource cancel(ctx.cancellation);
     const IteratorContext inner = ctx.cancellable_by(cancel);
     return PrefetchIterator<detail::child_iterator_t<Input>>(
-        detail::child_iterator(input_, inner), capacity, runtime, ctx.node, std::move(cancel),
-        "prefetch", detail::checkpoint_flag(ctx.model));
+        this->input_iterator(inner), capacity, runtime, ctx.node, std::move(cancel), "prefetch",
+        detail::checkpoint_flag(ctx.model));
   }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
-  /// The input (the buffer size is not part of the fingerprint: a state
+  /// The input's (the buffer size is not part of the fingerprint: a state
   /// restores into any buffer size).
-  const Input& input() const noexcept { return input_; }
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   std::int64_t buffer_size_;
 };
 

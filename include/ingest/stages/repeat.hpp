@@ -19,6 +19,7 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
@@ -101,29 +102,31 @@ class RepeatIterator {
 };
 
 template <class Input>
-class RepeatDataset : public DatasetBase<RepeatDataset<Input>, typename Input::element_type> {
+class RepeatDataset
+    : public detail::UnaryStage<RepeatDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "repeat";
 
-  RepeatDataset(Input input, std::int64_t count) : input_(std::move(input)), count_(count) {
+  RepeatDataset(Input input, std::int64_t count)
+      : RepeatDataset::UnaryStage(std::move(input)), count_(count) {
     detail::check_count("repeat", count, "forever");
   }
+  /// Each pass opens a fresh iterator of the input (the iterator holds a
+  /// copy of it).
   auto make_iterator(const IteratorContext& ctx) const {
-    return RepeatIterator<Input>(input_, count_, ctx);
+    return RepeatIterator<Input>(this->input(), count_, ctx);
   }
 
-  const Input& input() const noexcept { return input_; }
   void fingerprint(Fingerprint& fp) const { fp.add(count_); }
 
   std::int64_t cardinality() const {
-    const std::int64_t n = detail::cardinality_of(input_);
+    const std::int64_t n = this->input_cardinality();
     if (n == 0 || count_ == 0) return 0;
     if (count_ < 0) return n == unknown_cardinality ? n : infinite_cardinality;
     return detail::map_cardinality(n, [&](std::int64_t k) { return k * count_; });
   }
 
  private:
-  Input input_;
   std::int64_t count_;
 };
 

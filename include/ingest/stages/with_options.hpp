@@ -15,18 +15,19 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/runtime_core.hpp"
+#include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
 
 template <class Input>
 class WithOptionsDataset
-    : public DatasetBase<WithOptionsDataset<Input>, typename Input::element_type> {
+    : public detail::UnaryStage<WithOptionsDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "with_options";
   static constexpr bool hidden = true;  // configuration, not a stage
 
   WithOptionsDataset(Input input, PipelineOptions options)
-      : input_(std::move(input)), options_(std::move(options)) {
+      : WithOptionsDataset::UnaryStage(std::move(input)), options_(std::move(options)) {
     if (options_.threads && *options_.threads == 0) {
       throw InvalidArgument("with_options: threads must be >= 1", {.stage = "with_options"});
     }
@@ -65,15 +66,14 @@ class WithOptionsDataset
                 .count();
       }
     }
-    return detail::child_iterator(input_, inner);
+    return this->input_iterator(inner);
   }
 
-  std::int64_t cardinality() const { return detail::cardinality_of(input_); }
-  /// The input (its description is the pipeline's fingerprint; options are not).
-  const Input& input() const noexcept { return input_; }
+  /// The input's (its description is the pipeline's fingerprint; options
+  /// are not).
+  std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:
-  Input input_;
   PipelineOptions options_;
 };
 
