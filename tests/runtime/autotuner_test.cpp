@@ -142,6 +142,117 @@ TEST_CASE("a cost change moves the parallelism", "[runtime][autotuner]") {
   CHECK(second.parallelism(b) > second.parallelism(a));
 }
 
+TEST_CASE("an idle stage keeps its knobs and leaves the CPU budget to the others",
+          "[runtime][autotuner]") {
+  // A later pass reads a cache: the map before it no longer runs.
+  Synthetic p;
+  const auto after = p.add<ParallelMapNode>("map after the cache", 100'000, 1000);
+  const auto cache = p.add("cache", 100, 1000);
+  const auto before = p.add<ParallelMapNode>("map before the cache", 300'000, 1000);
+  p.views[after].inputs = {cache};
+  p.views[cache].inputs = {before};
+  configure_knob(p.node(after).parallelism, autotune, 1, 8, 1);
+  configure_knob(p.node(before).parallelism, autotune, 1, 8, 1);
+  p.node(before).parallelism.value = 2;  // what the first pass gave it
+  Optimizer running(p.views, 0);
+  running.optimize(budget(3));
+  CHECK(running.parallelism(before) == 2);  // the slow one: most of the budget
+  CHECK(running.parallelism(after) == 1);
+  p.views[before].idle = true;
+  Optimizer later(p.views, 0);
+  later.optimize(budget(3));
+  CHECK(later.parallelism(after) == 3);   // all of the budget
+  CHECK(later.parallelism(before) == 2);  // kept for a pass that runs it again
+  CHECK(later.output_time() < running.output_time() / 2);
+}
+
+TEST_CASE("a stage is idle in a window when it produced nothing and has no iterator open",
+          "[runtime][autotuner]") {
+  Model model;
+  StageNode* root = model.node(nullptr, "root");
+  StageNode* never = model.node(root, "never opened");  // set by hand: never idle
+  StageNode* running = model.node(root, "running");
+  StageNode* closed = model.node(root, "closed");
+  std::atomic<std::int64_t>* open = running->open_count();
+  std::atomic<std::int64_t>* done = closed->open_count();
+  done->store(5);
+  closed->close_count(done);
+  CHECK(closed->closed());
+  CHECK_FALSE(running->closed());
+  CHECK_FALSE(never->closed());
+  Baseline base;
+  (void)snapshot(model, nullptr, &base);
+  const auto idle = [&](const StageNode* n) {
+    for (const NodeView& v : snapshot(model, &base)) {
+      if (v.node == n) return v.idle;
+    }
+    FAIL("no such node");
+    return false;
+  };
+  CHECK(idle(closed));
+  CHECK_FALSE(idle(running));  // an open iterator that produced nothing may be waiting
+  CHECK_FALSE(idle(never));
+  CHECK_FALSE(idle(root));
+  // A closed stage that produced in the window is not idle.
+  std::atomic<std::int64_t>* again = closed->open_count();
+  again->store(1);
+  closed->close_count(again);
+  CHECK_FALSE(idle(closed));
+  // Without a window (overall figures), nothing is idle.
+  for (const NodeView& v : snapshot(model)) CHECK_FALSE(v.idle);
+  running->close_count(open);
+}
+
+TEST_CASE("a later pass of a repeat wakes the autotuner", "[runtime][autotuner]") {
+  Model model;
+  std::atomic<int> woken{0};
+  model.set_pass_waker([&] { ++woken; });
+  model.begin_pass();
+  CHECK(model.passes() == 1);
+  CHECK(woken == 1);
+  model.set_pass_waker({});
+  // The repeat stage calls it at each pass after the first (at most once
+  // per Model::min_pass_wake_ns).
+  auto it = range(3).repeat(3).iterator();
+  std::int64_t n = 0;
+  while (it.next()) ++n;
+  CHECK(n == 9);
+}
+
+TEST_CASE("the stages after a cache get the threads in the pass that reads it",
+          "[runtime][autotuner][concurrency]") {
+  // Pass 1 runs the slow map before the cache; pass 2 reads the cache and
+  // only the map after it runs. The functions wait rather than compute (see
+  // the case above). By the end of pass 2 the map after the cache has the
+  // whole CPU budget, the 2 pool threads and the consumer's: the map before
+  // it, which no longer runs, takes none of it.
+  auto wait = [](std::chrono::microseconds us) {
+    return [us](std::int64_t x) {
+      std::this_thread::sleep_for(us);
+      return x;
+    };
+  };
+  auto ds = range(1500)
+                .map(wait(std::chrono::microseconds(300)), {.parallelism = autotune})
+                .cache()
+                .map(wait(std::chrono::microseconds(200)), {.parallelism = autotune})
+                .repeat(2)
+                .prefetch(autotune)
+                .with_options({.threads = 2});
+  auto it = ds.iterator();
+  std::int64_t n = 0;
+  while (it.next()) ++n;
+  CHECK(n == 3000);
+  const PipelineStats s = it.stats();
+  std::vector<const StageStats*> maps;
+  for (const StageStats& r : s.stages) {
+    if (r.name == "parallel_map") maps.push_back(&r);
+  }
+  REQUIRE(maps.size() == 2);  // the consumer's side first
+  CHECK(maps[0]->parallelism == 3);
+  CHECK(maps[1]->elements == 1500);  // pass 1 only
+}
+
 TEST_CASE("a prefetch buffer grows only while it pays and fits the RAM budget",
           "[runtime][autotuner]") {
   Synthetic p;

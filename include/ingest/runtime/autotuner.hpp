@@ -20,7 +20,10 @@
 // modelled latency most, so knobs also come down when costs fall. It uses
 // the measurements of the last period (or all of them while they are
 // few), so it follows stages whose costs change. It runs after 20 ms, then
-// with a period doubling up to 1 s. A growth is kept only while its modelled
+// with a period doubling up to 1 s, and starts over 10 ms into each later
+// pass of a repeat; a stage that has stopped (no iterator open, nothing
+// produced in the window: the stages before a cache a pass reads) takes no
+// time and no budget in the model and keeps its knobs. A growth is kept only while its modelled
 // gain shows up in the next window's measurements (else the knobs it grew go
 // back and are held there, for longer after each failure). Every change is
 // visible in stats() and, when tracing, as a counter in the trace.
@@ -112,7 +115,7 @@ class Optimizer {
   double buffered_bytes() const {
     double total = 0;
     for (std::size_t i = 0; i < views_.size(); ++i) {
-      total += views_[i].node->buffered_bytes(knobs(i), views_[i].bytes);
+      if (!views_[i].idle) total += views_[i].node->buffered_bytes(knobs(i), views_[i].bytes);
     }
     return total;
   }
@@ -120,10 +123,12 @@ class Optimizer {
   /// Hill-climbs the tunable knobs from their minimum, keeping a change only
   /// if it shortens the time per element, the consumer's own time included,
   /// by more than 0.5% (a pipeline already faster than its consumer gets no
-  /// more threads or memory).
+  /// more threads or memory). An idle stage (NodeView::idle) keeps its
+  /// knobs and takes no budget.
   void optimize(const Budget& budget) {
     for (std::size_t i = 0; i < views_.size(); ++i) {
       const StageNode& n = *views_[i].node;
+      if (views_[i].idle) continue;
       if (n.parallelism.tunable()) par_[i] = n.parallelism.min();
       if (n.buffer.tunable()) buf_[i] = n.buffer.min();
     }
@@ -134,6 +139,7 @@ class Optimizer {
       bool best_is_buffer = false;
       for (std::size_t i = 0; i < views_.size(); ++i) {
         const StageNode& n = *views_[i].node;
+        if (views_[i].idle) continue;
         if (n.parallelism.tunable() && par_[i] < par_max_[i]) {
           ++par_[i];
           const double t = output_time();
@@ -175,7 +181,9 @@ class Optimizer {
   // Cores the stages keep busy with the current knob values, fixed ones included.
   double cpu_demand() const {
     double total = 0;
-    for (std::size_t i = 0; i < views_.size(); ++i) total += views_[i].node->cpu_demand(knobs(i));
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      if (!views_[i].idle) total += views_[i].node->cpu_demand(knobs(i));
+    }
     return total;
   }
 
@@ -184,6 +192,7 @@ class Optimizer {
     const NodeView& v = views_[i];
     double total = 0;
     for (std::size_t c : v.inputs) {
+      if (views_[c].idle) continue;  // not running: its inputs are not either
       const double ratio = input_ratio(v, views_[c]);
       if (ratio <= 0) continue;
       total += ratio * time(c, consumer_ns / ratio);
@@ -350,11 +359,18 @@ class Autotuner {
   /// With `background` false, no thread: tunings happen in tune_once() only (tests).
   Autotuner(std::shared_ptr<Model> model, std::int64_t cpu_budget, bool background = true)
       : model_(std::move(model)), cpu_budget_(cpu_budget) {
-    if (background) thread_ = std::thread([this] { loop(); });
+    if (background) {
+      model_->set_pass_waker([this] {
+        { std::lock_guard lock(mu_); }  // the loop is waiting or will see the new count
+        cv_.notify_all();
+      });
+      thread_ = std::thread([this] { loop(); });
+    }
   }
   Autotuner(const Autotuner&) = delete;
   Autotuner& operator=(const Autotuner&) = delete;
   ~Autotuner() {
+    if (thread_.joinable()) model_->set_pass_waker({});  // no wake-up runs after this
     {
       std::lock_guard lock(mu_);
       stop_ = true;
@@ -367,16 +383,40 @@ class Autotuner {
   double tune_once() { return tune(); }
 
  private:
+  // Tunes after 20 ms, then with a period doubling up to 1 s. A later pass
+  // of a repeat (Model::begin_pass) starts over: its window begins with the
+  // pass, the first tuning comes 10 ms in, and the period doubles from
+  // there. Without that, a pass shorter than the period (W5's second epoch,
+  // read from a cache: 170 ms after a 700 ms first) ran on the knobs tuned
+  // for the stages it no longer runs.
   void loop() {
     trace_initial_values();
     auto period = std::chrono::milliseconds(20);
+    std::int64_t passes = model_->passes();
     std::unique_lock lock(mu_);
-    while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+    for (;;) {
+      const bool new_pass =
+          cv_.wait_for(lock, period, [&] { return stop_ || model_->passes() != passes; });
+      if (stop_) return;
       lock.unlock();
-      tune();
+      if (new_pass) {
+        passes = model_->passes();
+        begin_window();
+        period = std::chrono::milliseconds(10);
+      } else {
+        tune();
+        period = std::min(period * 2, std::chrono::milliseconds(1000));
+      }
       lock.lock();
-      period = std::min(period * 2, std::chrono::milliseconds(1000));
     }
+  }
+
+  // The next tuning measures from now; a growth on trial is not judged
+  // across a pass boundary.
+  void begin_window() {
+    baseline_.clear();
+    model_->for_each([&](StageNode& n) { baseline_.emplace_back(&n, Counters::read(n)); });
+    trial_.reset();
   }
 
   // Records every tunable knob's starting value in the trace.

@@ -291,6 +291,12 @@ class StageNode {
     free_counts_.pop_back();
     return c;
   }
+  /// It had iterators, and none is open now: e.g. the stages before a
+  /// cache that a later pass reads instead of them.
+  bool closed() const {
+    std::lock_guard lock(counts_mu_);
+    return !counts_.empty() && free_counts_.size() == counts_.size();
+  }
   /// The probe ends: its count moves into `elements`, and the slot is reused.
   void close_count(std::atomic<std::int64_t>* c) noexcept {
     std::lock_guard lock(counts_mu_);
@@ -436,6 +442,31 @@ class Model {
 
   std::int64_t start_ns() const noexcept { return start_ns_; }
 
+  /// A repeat starts a later pass: the stages that run, and their costs,
+  /// may differ from the last pass's (the stages before a cache stop). Wakes
+  /// the autotuner, which measures the new pass on its own at once, unless
+  /// it did for a pass that began less than min_pass_wake_ns ago (short
+  /// passes). Thread-safe; the cost per pass is a clock read.
+  void begin_pass() {
+    const std::int64_t now = now_ns();
+    std::int64_t last = last_pass_wake_ns_.load(std::memory_order_relaxed);
+    if (now - last < min_pass_wake_ns ||
+        !last_pass_wake_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+      return;
+    }
+    passes_.fetch_add(1, std::memory_order_release);
+    std::lock_guard lock(waker_mu_);
+    if (pass_waker_) pass_waker_();
+  }
+  /// Passes begun that woke the autotuner.
+  std::int64_t passes() const noexcept { return passes_.load(std::memory_order_acquire); }
+  /// The autotuner's wake-up for begin_pass (empty: none). Thread-safe.
+  void set_pass_waker(std::function<void()> waker) {
+    std::lock_guard lock(waker_mu_);
+    pass_waker_ = std::move(waker);
+  }
+  static constexpr std::int64_t min_pass_wake_ns = 5'000'000;
+
   /// The final consumer's own time between calls of next(), sampled by
   /// PipelineIterator (what the training step costs per element).
   void record_consumer(std::int64_t ns, std::int64_t elements) noexcept {
@@ -497,6 +528,9 @@ class Model {
   std::atomic<bool> tracing_{false};
   mutable std::mutex trace_mu_;
   std::vector<TraceEvent> events_;
+  std::atomic<std::int64_t> passes_{0}, last_pass_wake_ns_{0};
+  std::mutex waker_mu_;
+  std::function<void()> pass_waker_;
 };
 
 /// A small stable id for the calling thread (trace "tid").

@@ -155,6 +155,10 @@ struct NodeView {
   double bytes = 0;         // per element
   std::int64_t wait_total_ns = 0;
   std::int64_t work_ns = 0;
+  /// Measured over a window: the stage produced nothing in it and has no
+  /// iterator open (a later pass reads a cache instead of it). The
+  /// optimizer gives it no time and no cores.
+  bool idle = false;
 };
 
 /// Input elements per element of `v`: measured, or the node's nominal ratio
@@ -180,8 +184,10 @@ using Baseline = std::vector<std::pair<const StageNode*, Counters>>;
 
 /// Takes a snapshot of the model and derives every node's costs. With a
 /// baseline, costs come from the measurements made since it (unless a node
-/// has too few new samples: then all keep their overall averages, and
-/// `out_windowed` is set false); `out_baseline` receives the counters read now.
+/// that is not idle has too few new samples: then all keep their overall
+/// averages, and `out_windowed` is set false), and a node that produced
+/// nothing since it and has no iterator open is idle; `out_baseline`
+/// receives the counters read now.
 inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since = nullptr,
                                       Baseline* out_baseline = nullptr,
                                       bool* out_windowed = nullptr) {
@@ -194,14 +200,20 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
   // do too; ratios between nodes use the same choice for all nodes.
   bool windowed = since != nullptr;
   std::vector<Counters> now(order.size()), base(order.size());
+  std::vector<char> idle(order.size(), 0);
   for (std::size_t i = 0; i < order.size(); ++i) {
     now[i] = Counters::read(*order[i]);
     if (out_baseline) out_baseline->emplace_back(order[i], now[i]);
     if (since) {
       const auto it = std::find_if(since->begin(), since->end(),
                                    [&](const auto& p) { return p.first == order[i]; });
-      if (it != since->end()) base[i] = it->second;
-      if (now[i].samples - base[i].samples < 8 && now[i].elements > 0) windowed = false;
+      if (it != since->end()) {
+        base[i] = it->second;
+        idle[i] = now[i].elements == base[i].elements && order[i]->closed();
+      }
+      if (!idle[i] && now[i].samples - base[i].samples < 8 && now[i].elements > 0) {
+        windowed = false;
+      }
     }
   }
   if (!windowed) base.assign(order.size(), Counters{});
@@ -213,6 +225,7 @@ inline std::vector<NodeView> snapshot(const Model& model, const Baseline* since 
                      now[i].samples - base[i].samples, now[i].work_ns - base[i].work_ns,
                      now[i].wait_ns - base[i].wait_ns};
     v.node = &n;
+    v.idle = idle[i] != 0;
     v.elements = c.elements;
     v.inclusive_ns =
         c.elements ? static_cast<double>(c.estimated_ns) / static_cast<double>(c.elements) : 0;

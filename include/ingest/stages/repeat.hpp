@@ -82,6 +82,7 @@ class RepeatIterator {
   bool start_epoch() {
     if (current_) return true;
     if (done_ || (count_ >= 0 && epoch_ >= count_)) return false;
+    if (epoch_ > 0 && ctx_.model) ctx_.model->begin_pass();  // the autotuner measures it afresh
     current_.emplace(detail::child_iterator(input_, ctx_.for_repeat_pass(count_, epoch_)));
     produced_ = false;
     return true;
