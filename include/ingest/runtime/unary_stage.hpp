@@ -10,11 +10,12 @@
 // parameters and their checks, its cardinality. A stage that runs its input
 // in a context of its own (prefetch, interleave and the loaders: a
 // cancellable one; with_options: other options) or chooses per pass whether
-// to iterate its input at all (cache) hides make_iterator with its own and
-// opens the input with input_iterator(its context); one that re-creates its
-// input's iterator for each pass (repeat) hands input() to its iterator.
-// Every one-input stage derives from this shell, so input() (which the
-// pipeline's fingerprint and description walk) exists on all of them.
+// to iterate its input at all (cache) derives from UnaryStageBase instead,
+// defines make_iterator and opens the input with input_iterator(its
+// context); one that re-creates its input's iterator for each pass (repeat)
+// hands input() to its iterator. Every one-input stage derives from one of
+// the two, so input() (which the pipeline's fingerprint and description
+// walk) exists on all of them.
 #pragma once
 
 #include <cstdint>
@@ -26,26 +27,38 @@
 
 namespace ingest::detail {
 
+/// The input, its iterator and its cardinality, without make_iterator: the
+/// base of stages that define make_iterator themselves. (Kept apart from
+/// UnaryStage so that no base class has a make_iterator its derived stage
+/// hides: clang checks the dataset concept on a base when converting a
+/// stage to AnyDataset, which would instantiate a body that cannot compile.)
 template <class Derived, class Input, class T>
-class UnaryStage : public DatasetBase<Derived, T> {
+class UnaryStageBase : public DatasetBase<Derived, T> {
  public:
-  explicit UnaryStage(Input input) : input_(std::move(input)) {}
+  explicit UnaryStageBase(Input input) : input_(std::move(input)) {}
 
   const Input& input() const noexcept { return input_; }
-
-  auto make_iterator(const IteratorContext& ctx) const {
-    return static_cast<const Derived&>(*this).make_stage_iterator(input_iterator(ctx), ctx);
-  }
 
  protected:
   /// The input's iterator in `ctx`, registered in the model and probed.
   auto input_iterator(const IteratorContext& ctx) const { return child_iterator(input_, ctx); }
-
   /// The input's cardinality() (unknown_cardinality when it has none).
   std::int64_t input_cardinality() const { return cardinality_of(input_); }
 
  private:
   Input input_;
+};
+
+/// The shell of a stage whose iterator wraps its input's: make_iterator
+/// hands the input's iterator to Derived::make_stage_iterator.
+template <class Derived, class Input, class T>
+class UnaryStage : public UnaryStageBase<Derived, Input, T> {
+ public:
+  using UnaryStageBase<Derived, Input, T>::UnaryStageBase;
+
+  auto make_iterator(const IteratorContext& ctx) const {
+    return static_cast<const Derived&>(*this).make_stage_iterator(this->input_iterator(ctx), ctx);
+  }
 };
 
 }  // namespace ingest::detail

@@ -340,7 +340,7 @@ class CacheIterator {
 
 template <class Input>
 class CacheDataset
-    : public detail::UnaryStage<CacheDataset<Input>, Input, typename Input::element_type> {
+    : public detail::UnaryStageBase<CacheDataset<Input>, Input, typename Input::element_type> {
   using T = typename Input::element_type;
   using Iterator = CacheIterator<detail::child_iterator_t<Input>>;
   using State = typename Iterator::State;
@@ -349,7 +349,7 @@ class CacheDataset
   static constexpr std::string_view stage_name = "cache";
 
   CacheDataset(Input input, std::string path)
-      : CacheDataset::UnaryStage(std::move(input)), state_(std::make_shared<State>()) {
+      : CacheDataset::UnaryStageBase(std::move(input)), state_(std::make_shared<State>()) {
     state_->path = std::move(path);
   }
 

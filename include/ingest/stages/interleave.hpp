@@ -483,7 +483,7 @@ class InterleaveIterator {
 
 template <class Input, class F>
 class InterleaveDataset
-    : public detail::UnaryStage<
+    : public detail::UnaryStageBase<
           InterleaveDataset<Input, F>, Input,
           typename detail::interleaved_dataset_t<F, typename Input::element_type>::element_type> {
  public:
@@ -491,7 +491,7 @@ class InterleaveDataset
   using model_node = detail::InterleaveNode;
 
   InterleaveDataset(Input input, F f, InterleaveOptions options)
-      : InterleaveDataset::UnaryStage(std::move(input)), f_(std::move(f)), options_(options) {
+      : InterleaveDataset::UnaryStageBase(std::move(input)), f_(std::move(f)), options_(options) {
     detail::check_knob_option("interleave", "cycle_length", options.cycle_length);
     detail::check_knob_option("interleave", "parallelism", options.parallelism);
     if (options.block_length < 1) {

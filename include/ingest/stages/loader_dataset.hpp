@@ -31,7 +31,7 @@ namespace ingest::detail {
 /// buffer knob is the depth, so the autotuner tunes it when depth is
 /// ingest::autotune.
 template <class Derived, class Backend, class Input>
-class LoaderDataset : public UnaryStage<Derived, Input, typename Backend::batch_type> {
+class LoaderDataset : public UnaryStageBase<Derived, Input, typename Backend::batch_type> {
  public:
   using options_type = typename Backend::options_type;
   static constexpr std::string_view stage_name = Backend::stage_name;
@@ -41,7 +41,7 @@ class LoaderDataset : public UnaryStage<Derived, Input, typename Backend::batch_
 
   /// Throws InvalidArgument for a depth below 1 (other than ingest::autotune).
   explicit LoaderDataset(Input input, options_type options = {})
-      : LoaderDataset::UnaryStage(std::move(input)), options_(std::move(options)) {
+      : LoaderDataset::UnaryStageBase(std::move(input)), options_(std::move(options)) {
     check_knob_option(std::string(Backend::stage_name).c_str(), "depth", options_.depth);
   }
 

@@ -33,13 +33,13 @@ inline constexpr std::int64_t max_tuned_buffer = 64;
 
 template <class Input>
 class PrefetchDataset
-    : public detail::UnaryStage<PrefetchDataset<Input>, Input, typename Input::element_type> {
+    : public detail::UnaryStageBase<PrefetchDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "prefetch";
   using model_node = detail::PrefetchNode;
 
   PrefetchDataset(Input input, std::int64_t buffer_size)
-      : PrefetchDataset::UnaryStage(std::move(input)), buffer_size_(buffer_size) {
+      : PrefetchDataset::UnaryStageBase(std::move(input)), buffer_size_(buffer_size) {
     if (buffer_size != autotune && buffer_size < 0) {
       throw InvalidArgument("prefetch: buffer_size must be >= 0 or ingest::autotune; got " +
                                 std::to_string(buffer_size),

@@ -104,12 +104,12 @@ class RepeatIterator {
 
 template <class Input>
 class RepeatDataset
-    : public detail::UnaryStage<RepeatDataset<Input>, Input, typename Input::element_type> {
+    : public detail::UnaryStageBase<RepeatDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "repeat";
 
   RepeatDataset(Input input, std::int64_t count)
-      : RepeatDataset::UnaryStage(std::move(input)), count_(count) {
+      : RepeatDataset::UnaryStageBase(std::move(input)), count_(count) {
     detail::check_count("repeat", count, "forever");
   }
   /// Each pass opens a fresh iterator of the input (the iterator holds a

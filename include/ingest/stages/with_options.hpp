@@ -20,14 +20,14 @@
 namespace ingest {
 
 template <class Input>
-class WithOptionsDataset
-    : public detail::UnaryStage<WithOptionsDataset<Input>, Input, typename Input::element_type> {
+class WithOptionsDataset : public detail::UnaryStageBase<WithOptionsDataset<Input>, Input,
+                                                         typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "with_options";
   static constexpr bool hidden = true;  // configuration, not a stage
 
   WithOptionsDataset(Input input, PipelineOptions options)
-      : WithOptionsDataset::UnaryStage(std::move(input)), options_(std::move(options)) {
+      : WithOptionsDataset::UnaryStageBase(std::move(input)), options_(std::move(options)) {
     if (options_.threads && *options_.threads == 0) {
       throw InvalidArgument("with_options: threads must be >= 1", {.stage = "with_options"});
     }
