@@ -204,6 +204,8 @@ TEST_CASE("a stage is idle in a window when it produced nothing and has no itera
 }
 
 TEST_CASE("a later pass of a repeat wakes the autotuner", "[runtime][autotuner]") {
+  // The repeat stage calls begin_pass at each pass after the first (the
+  // two-pass case below fails without it); here, the wake-up itself.
   Model model;
   std::atomic<int> woken{0};
   model.set_pass_waker([&] { ++woken; });
@@ -211,12 +213,10 @@ TEST_CASE("a later pass of a repeat wakes the autotuner", "[runtime][autotuner]"
   CHECK(model.passes() == 1);
   CHECK(woken == 1);
   model.set_pass_waker({});
-  // The repeat stage calls it at each pass after the first (at most once
-  // per Model::min_pass_wake_ns).
-  auto it = range(3).repeat(3).iterator();
-  std::int64_t n = 0;
-  while (it.next()) ++n;
-  CHECK(n == 9);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(Model::min_pass_wake_ns));
+  model.begin_pass();  // counted, no waker to call
+  CHECK(model.passes() == 2);
+  CHECK(woken == 1);
 }
 
 TEST_CASE("the stages after a cache get the threads in the pass that reads it",

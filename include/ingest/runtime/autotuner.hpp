@@ -23,9 +23,10 @@
 // with a period doubling up to 1 s, and starts over 10 ms into each later
 // pass of a repeat; a stage that has stopped (no iterator open, nothing
 // produced in the window: the stages before a cache a pass reads) takes no
-// time and no budget in the model and keeps its knobs. A growth is kept only while its modelled
-// gain shows up in the next window's measurements (else the knobs it grew go
-// back and are held there, for longer after each failure). Every change is
+// time and no budget in the model and keeps its knobs. A growth is kept
+// only while its modelled gain shows up in the next window's measurements
+// (else the knobs it grew go back and are held there, for longer after
+// each failure). Every change is
 // visible in stats() and, when tracing, as a counter in the trace.
 //
 // The readahead of remote readers (runtime/model.hpp: RemoteReadahead, the
@@ -414,8 +415,7 @@ class Autotuner {
   // The next tuning measures from now; a growth on trial is not judged
   // across a pass boundary.
   void begin_window() {
-    baseline_.clear();
-    model_->for_each([&](StageNode& n) { baseline_.emplace_back(&n, Counters::read(n)); });
+    (void)snapshot(*model_, nullptr, &baseline_);
     trial_.reset();
   }
 
