@@ -219,6 +219,44 @@ TEST_CASE("gzip files of several members and zlib files read like plain ones",
   CHECK(read_all(dir / "z", {.compression = Compression::zlib, .buffer_size = 100}) == payloads);
 }
 
+TEST_CASE("with verify_crc the records' CRCs stand in for a compressed file's own checksum",
+          "[formats][tfrecord]") {
+  TempDir dir;
+  const auto payloads = sample_payloads(200, 11);
+  const std::string plain = frame_records(payloads);
+  auto flip = [](std::string bytes, std::size_t at) {
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
+    return bytes;
+  };
+  // A wrong trailer (gzip: CRC-32 then length, in the first of two members;
+  // zlib: the Adler-32) over intact data: the records all check out, so they
+  // are read; without the records' CRCs the trailer is what reports it.
+  const std::string first = gzip_bytes(plain.substr(0, 3000));
+  write_file(dir / "trailer.gz",
+             flip(first, first.size() - 8) + gzip_bytes(plain.substr(3000)));
+  const std::string z = zlib_bytes(plain);
+  write_file(dir / "trailer.z", flip(z, z.size() - 2));
+  for (auto [name, c] : {std::pair{"trailer.gz", Compression::gzip},
+                         std::pair{"trailer.z", Compression::zlib}}) {
+    INFO(name);
+    CHECK(read_all(dir / name, {.compression = c}) == payloads);
+    const DataLossError e = read_error(dir / name, {.compression = c, .verify_crc = false});
+    CHECK_THAT(e.message(), Catch::Contains("incorrect data check"));
+    CHECK(e.context().file == dir / name);
+  }
+  // Stored (level 0) deflate data inflates whatever its bytes: a flipped
+  // payload byte is a corrupted record with verify_crc, and the gzip CRC's
+  // error without it.
+  const std::string stored = gzip_bytes(plain, 0);
+  const std::size_t payload_byte = stored.size() - 8 - 4 - payloads.back().size() / 2;
+  write_file(dir / "stored.gz", flip(stored, payload_byte));
+  CHECK_THAT(read_error(dir / "stored.gz", {.compression = Compression::gzip}).message(),
+             Catch::Contains("corrupted record"));
+  CHECK_THAT(read_error(dir / "stored.gz", {.compression = Compression::gzip, .verify_crc = false})
+                 .message(),
+             Catch::Contains("incorrect data check"));
+}
+
 TEST_CASE("a length near 2^64 is a truncated record with max_record_bytes at its maximum",
           "[formats][tfrecord]") {
   // issue 10 item 2: length + 4 wrapped to a small number, which passed the

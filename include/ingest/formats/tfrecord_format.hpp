@@ -31,7 +31,10 @@ struct TFRecordOptions {
   /// Largest payload accepted (default 1 GiB); a longer length is rejected as
   /// corrupt before anything is allocated.
   std::uint64_t max_record_bytes = std::uint64_t{1} << 30;
-  /// Check both CRCs of every record. Turning it off is faster and misses corruption.
+  /// Check both CRCs of every record. They cover every byte, so a GZIP or
+  /// ZLIB file's own checksum is then not computed; with this off it is (and
+  /// is all that catches corruption that still inflates). Turning it off is
+  /// faster and misses corruption in plain files.
   bool verify_crc = true;
   /// Memory-map plain regular files instead of read()ing them into the window:
   /// no copy through a buffer (the fastest way to read files in the page
@@ -91,7 +94,11 @@ class TFRecordReader {
       : stream_(std::move(path), options.compression, options.buffer_size, "tfrecord",
                 options.memory_map, std::move(background)),
         options_(options),
-        window_(std::max<std::size_t>(options.buffer_size, 64)) {}
+        window_(std::max<std::size_t>(options.buffer_size, 64)) {
+    // Both CRCs of every record cover every inflated byte, so the gzip or
+    // zlib checksum would check the same bytes twice.
+    if (options.verify_crc) stream_.skip_compression_checksum();
+  }
 
   /// The next payload as a view valid until the next call, or std::nullopt
   /// at the end of the file. Allocates only for records larger than half the
