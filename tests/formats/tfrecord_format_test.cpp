@@ -232,12 +232,11 @@ TEST_CASE("with verify_crc the records' CRCs stand in for a compressed file's ow
   // zlib: the Adler-32) over intact data: the records all check out, so they
   // are read; without the records' CRCs the trailer is what reports it.
   const std::string first = gzip_bytes(plain.substr(0, 3000));
-  write_file(dir / "trailer.gz",
-             flip(first, first.size() - 8) + gzip_bytes(plain.substr(3000)));
+  write_file(dir / "trailer.gz", flip(first, first.size() - 8) + gzip_bytes(plain.substr(3000)));
   const std::string z = zlib_bytes(plain);
   write_file(dir / "trailer.z", flip(z, z.size() - 2));
-  for (auto [name, c] : {std::pair{"trailer.gz", Compression::gzip},
-                         std::pair{"trailer.z", Compression::zlib}}) {
+  for (auto [name, c] :
+       {std::pair{"trailer.gz", Compression::gzip}, std::pair{"trailer.z", Compression::zlib}}) {
     INFO(name);
     CHECK(read_all(dir / name, {.compression = c}) == payloads);
     const DataLossError e = read_error(dir / name, {.compression = c, .verify_crc = false});
