@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format  # toolchains, sanitizers, libFuzzer
   libboost-dev zlib1g-dev                                        # the core
+  libisal-dev                                                    # faster GZIP/ZLIB inflate (optional)
   catch2 libbenchmark-dev nlohmann-json3-dev                     # tests, benchmarks
   python3 python3-venv                                           # the demo's smoke check; the test servers' venv
   libprotobuf-dev protobuf-compiler                              # tf.Example interop tests

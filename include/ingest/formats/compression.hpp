@@ -7,8 +7,12 @@
 #pragma once
 
 #include <zlib.h>
+#if defined(INGEST_HAVE_ISAL)
+#include <isa-l/igzip_lib.h>
+#endif
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -54,81 +58,73 @@ constexpr std::size_t zlib_chunk(std::size_t n) noexcept {
   return std::min<std::size_t>(n, std::size_t{1} << 30);
 }
 
-/// Inflates a zlib or gzip file, member after member. Lives on the heap
-/// because zlib's state points back at its z_stream.
+/// Which library inflates GZIP and ZLIB files: Intel's ISA-L (igzip) where
+/// ingest was built with it (INGEST_HAVE_ISAL: CMake finds libisal-dev), 2 to
+/// 3 times zlib's speed on compressible data and about 1.4 times on random
+/// bytes; zlib otherwise.
+enum class InflateEngine : std::uint8_t { zlib, isal };
+
+inline constexpr bool isal_available =
+#if defined(INGEST_HAVE_ISAL)
+    true;
+#else
+    false;
+#endif
+
+/// The engine the next InputStream uses (ISA-L where available). Tests set it
+/// to run the same files through both.
+inline std::atomic<InflateEngine>& inflate_engine() noexcept {
+  static std::atomic<InflateEngine> engine{isal_available ? InflateEngine::isal
+                                                          : InflateEngine::zlib};
+  return engine;
+}
+
+/// Inflates a zlib or gzip file, member after member, from a FileReader
+/// through an input buffer of its own. Errors: DataLossError naming the file,
+/// the offset in the inflated data and the compressed offset.
 class Inflater {
  public:
+  virtual ~Inflater() = default;
+  /// Inflates up to n bytes into dst; returns 0 at the clean end of the data.
+  /// Throws DataLossError for corrupt or truncated compressed data.
+  virtual std::size_t read(FileReader& file, char* dst, std::size_t n) = 0;
+  /// Lets the engine leave out the stream's own checksum (gzip's CRC-32 and
+  /// length, zlib's Adler-32), for readers that check every inflated byte
+  /// themselves: zlib then does; ISA-L's checksum costs about 2% of its
+  /// inflation, and it checks it anyway. A truncated stream is an error
+  /// either way.
+  virtual void skip_checksum() = 0;
+
+ protected:
   Inflater(Compression compression, std::size_t buffer_size)
       : compression_(compression), capacity_(std::max<std::size_t>(buffer_size, 64)) {
     input_ = make_aligned_buffer(capacity_);
-    if (inflateInit2(&zs_, zlib_window_bits(compression)) != Z_OK) throw std::bad_alloc();
   }
   Inflater(const Inflater&) = delete;
   Inflater& operator=(const Inflater&) = delete;
-  ~Inflater() { inflateEnd(&zs_); }
 
-  /// Stops computing and checking the stream's own checksum (gzip's CRC-32
-  /// and length, zlib's Adler-32), for readers that check every inflated
-  /// byte themselves. Kept across members. A truncated stream is still an
-  /// error: zlib reads the trailer either way.
-  void skip_checksum() {
-    if (inflateValidate(&zs_, 0) != Z_OK) throw InternalError("inflateValidate failed");
-  }
-
-  /// Inflates up to n bytes into dst; returns 0 at the clean end of the data.
-  /// Throws DataLossError for corrupt or truncated compressed data.
-  std::size_t read(FileReader& file, char* dst, std::size_t n) {
-    if (finished_ || n == 0) return 0;
-    n = zlib_chunk(n);
-    zs_.next_out = reinterpret_cast<Bytef*>(dst);
-    zs_.avail_out = static_cast<uInt>(n);
-    while (zs_.avail_out == n) {
-      if (zs_.avail_in == 0 && !input_eof_) {
-        const std::size_t got = file.read(input_.get(), capacity_);
-        zs_.next_in = reinterpret_cast<Bytef*>(input_.get());
-        zs_.avail_in = static_cast<uInt>(got);
-        if (got == 0) input_eof_ = true;
-      }
-      if (zs_.avail_in == 0 && input_eof_) {
-        if (!in_member_) {
-          finished_ = true;  // the file ends between members (or is empty)
-          break;
-        }
-        throw corrupt(file, "truncated " + std::string(compression_name(compression_)) +
-                                " stream: the file ends inside compressed data");
-      }
-      in_member_ = true;
-      const int rc = inflate(&zs_, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) {
-        in_member_ = false;  // another member may follow
-        if (inflateReset(&zs_) != Z_OK) throw corrupt(file, "cannot restart inflation");
-      } else if (rc == Z_BUF_ERROR) {
-        if (zs_.avail_in != 0) throw corrupt(file, "inflation made no progress");
-      } else if (rc != Z_OK) {
-        if (rc == Z_MEM_ERROR) throw std::bad_alloc();
-        throw corrupt(file, std::string("corrupted ") +
-                                std::string(compression_name(compression_)) +
-                                " stream: " + (zs_.msg ? zs_.msg : "error " + std::to_string(rc)));
-      }
-    }
-    const std::size_t produced = n - zs_.avail_out;
-    produced_ += produced;
-    return produced;
-  }
-
-  /// Compressed bytes consumed so far.
-  std::uint64_t compressed_position(const FileReader& file) const noexcept {
-    return file.position() - zs_.avail_in;
-  }
-
- private:
-  DataLossError corrupt(const FileReader& file, std::string what) const {
+  DataLossError corrupt(const FileReader& file, std::size_t unread, std::string what) const {
     return DataLossError(
-        what + " (compressed offset " + std::to_string(compressed_position(file)) + ")",
+        what + " (compressed offset " + std::to_string(file.position() - unread) + ")",
         {.file = file.path(), .offset = produced_});
   }
+  DataLossError truncated(const FileReader& file, std::size_t unread) const {
+    return corrupt(file, unread,
+                   "truncated " + std::string(compression_name(compression_)) +
+                       " stream: the file ends inside compressed data");
+  }
+  DataLossError corrupted(const FileReader& file, std::size_t unread, std::string_view why) const {
+    return corrupt(file, unread,
+                   "corrupted " + std::string(compression_name(compression_)) +
+                       " stream: " + std::string(why));
+  }
+  // Reads the next input buffer: its size (0 at the end of the file).
+  std::size_t refill(FileReader& file) {
+    const std::size_t got = file.read(input_.get(), capacity_);
+    if (got == 0) input_eof_ = true;
+    return got;
+  }
 
-  z_stream zs_{};
   Compression compression_;
   AlignedBuffer input_;
   std::size_t capacity_;
@@ -137,6 +133,148 @@ class Inflater {
   bool in_member_ = false;
   bool finished_ = false;
 };
+
+/// zlib's inflate. Lives on the heap because zlib's state points back at its
+/// z_stream.
+class ZlibInflater final : public Inflater {
+ public:
+  ZlibInflater(Compression compression, std::size_t buffer_size)
+      : Inflater(compression, buffer_size) {
+    if (inflateInit2(&zs_, zlib_window_bits(compression)) != Z_OK) throw std::bad_alloc();
+  }
+  ~ZlibInflater() override { inflateEnd(&zs_); }
+
+  void skip_checksum() override {
+    if (inflateValidate(&zs_, 0) != Z_OK) throw InternalError("inflateValidate failed");
+  }
+
+  std::size_t read(FileReader& file, char* dst, std::size_t n) override {
+    if (finished_ || n == 0) return 0;
+    n = zlib_chunk(n);
+    zs_.next_out = reinterpret_cast<Bytef*>(dst);
+    zs_.avail_out = static_cast<uInt>(n);
+    while (zs_.avail_out == n) {
+      if (zs_.avail_in == 0 && !input_eof_) {
+        zs_.avail_in = static_cast<uInt>(refill(file));
+        zs_.next_in = reinterpret_cast<Bytef*>(input_.get());
+      }
+      if (zs_.avail_in == 0 && input_eof_) {
+        if (!in_member_) {
+          finished_ = true;  // the file ends between members (or is empty)
+          break;
+        }
+        throw truncated(file, 0);
+      }
+      in_member_ = true;
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        in_member_ = false;  // another member may follow
+        if (inflateReset(&zs_) != Z_OK) throw corrupted(file, zs_.avail_in, "cannot restart");
+      } else if (rc == Z_BUF_ERROR) {
+        if (zs_.avail_in != 0) throw corrupted(file, zs_.avail_in, "inflation made no progress");
+      } else if (rc != Z_OK) {
+        if (rc == Z_MEM_ERROR) throw std::bad_alloc();
+        throw corrupted(file, zs_.avail_in, zs_.msg ? zs_.msg : "error " + std::to_string(rc));
+      }
+    }
+    const std::size_t produced = n - zs_.avail_out;
+    produced_ += produced;
+    return produced;
+  }
+
+ private:
+  z_stream zs_{};
+};
+
+#if defined(INGEST_HAVE_ISAL)
+/// ISA-L's igzip inflate: the gzip or zlib wrapper parsed and its checksum
+/// checked by ISA-L, member after member.
+class IsalInflater final : public Inflater {
+ public:
+  IsalInflater(Compression compression, std::size_t buffer_size)
+      : Inflater(compression, buffer_size), state_(std::make_unique<inflate_state>()) {
+    isal_inflate_init(state_.get());
+    start_member();
+  }
+
+  void skip_checksum() override {}  // see Inflater::skip_checksum
+
+  std::size_t read(FileReader& file, char* dst, std::size_t n) override {
+    if (finished_ || n == 0) return 0;
+    inflate_state& st = *state_;
+    n = zlib_chunk(n);
+    st.next_out = reinterpret_cast<std::uint8_t*>(dst);
+    st.avail_out = static_cast<std::uint32_t>(n);
+    while (st.avail_out == n) {
+      if (st.avail_in == 0 && !input_eof_) {
+        st.avail_in = static_cast<std::uint32_t>(refill(file));
+        st.next_in = reinterpret_cast<std::uint8_t*>(input_.get());
+      }
+      if (st.avail_in == 0 && input_eof_ && !in_member_) {
+        finished_ = true;  // the file ends between members (or is empty)
+        break;
+      }
+      if (!in_member_) {
+        // Another member follows: ISA-L starts over, keeping the input.
+        std::uint8_t* const next_in = st.next_in;
+        std::uint8_t* const next_out = st.next_out;
+        const std::uint32_t avail_in = st.avail_in, avail_out = st.avail_out;
+        isal_inflate_reset(&st);
+        start_member();
+        st.next_in = next_in;
+        st.avail_in = avail_in;
+        st.next_out = next_out;
+        st.avail_out = avail_out;
+      }
+      in_member_ = true;
+      const std::uint32_t in_before = st.avail_in, out_before = st.avail_out;
+      const int rc = isal_inflate(&st);
+      if (rc < 0) throw corrupted(file, st.avail_in, error_text(rc));
+      if (rc == ISAL_NEED_DICT) throw corrupted(file, st.avail_in, "needs a preset dictionary");
+      if (st.block_state == ISAL_BLOCK_FINISH) {
+        in_member_ = false;  // another member may follow
+      } else if (st.avail_in == in_before && st.avail_out == out_before) {
+        // ISA-L holds input bits and output of its own, so the end of the
+        // file is truncation only once a call with no input does nothing.
+        if (st.avail_in != 0) throw corrupted(file, st.avail_in, "inflation made no progress");
+        if (input_eof_) throw truncated(file, 0);
+      }
+    }
+    const std::size_t produced = n - st.avail_out;
+    produced_ += produced;
+    return produced;
+  }
+
+ private:
+  void start_member() noexcept {
+    state_->crc_flag = compression_ == Compression::gzip ? ISAL_GZIP : ISAL_ZLIB;
+  }
+  // zlib's words for the same faults, so messages do not depend on the engine.
+  static std::string error_text(int rc) {
+    switch (rc) {
+      case ISAL_INVALID_BLOCK: return "invalid block type";
+      case ISAL_INVALID_SYMBOL: return "invalid code";
+      case ISAL_INVALID_LOOKBACK: return "invalid distance too far back";
+      case ISAL_INVALID_WRAPPER: return "incorrect header check";
+      case ISAL_UNSUPPORTED_METHOD: return "unknown compression method";
+      case ISAL_INCORRECT_CHECKSUM: return "incorrect data check";
+      default: return "error " + std::to_string(rc);
+    }
+  }
+
+  std::unique_ptr<inflate_state> state_;  // about 20 KiB
+};
+#endif
+
+/// The engine inflate_engine() names, for `compression` (gzip or zlib).
+inline std::unique_ptr<Inflater> make_inflater(Compression compression, std::size_t buffer_size) {
+#if defined(INGEST_HAVE_ISAL)
+  if (inflate_engine().load(std::memory_order_relaxed) == InflateEngine::isal) {
+    return std::make_unique<IsalInflater>(compression, buffer_size);
+  }
+#endif
+  return std::make_unique<ZlibInflater>(compression, buffer_size);
+}
 
 /// Deflates into an AtomicFileWriter. Lives on the heap (see Inflater).
 class Deflater {
@@ -198,7 +336,7 @@ class InputStream {
         capacity_(std::max<std::size_t>(buffer_size, 64)),
         compression_(compression) {
     if (compression != Compression::none) {
-      inflater_ = std::make_unique<Inflater>(compression, capacity_);
+      inflater_ = make_inflater(compression, capacity_);
     } else if (memory_map) {
       mapping_ = FileMapping(file_, std::move(background));
     }
@@ -216,8 +354,9 @@ class InputStream {
   Compression compression() const noexcept { return compression_; }
 
   /// For readers that verify every byte of the data themselves (TFRecord's
-  /// CRC-32C of each length and payload): a compressed stream's own checksum
-  /// is then not computed (on GZIP TFRecords it cost about 7% of inflation).
+  /// CRC-32C of each length and payload): zlib then does not compute a
+  /// compressed stream's own checksum (on GZIP TFRecords it cost about 7% of
+  /// its inflation); ISA-L checks it anyway (see Inflater::skip_checksum).
   /// Does nothing to an uncompressed stream.
   void skip_compression_checksum() {
     if (inflater_) inflater_->skip_checksum();
