@@ -169,9 +169,10 @@ class ZlibInflater final : public Inflater {
       const int rc = inflate(&zs_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
         in_member_ = false;  // another member may follow
-        if (inflateReset(&zs_) != Z_OK) throw corrupted(file, zs_.avail_in, "cannot restart");
+        if (inflateReset(&zs_) != Z_OK)
+          throw corrupt(file, zs_.avail_in, "cannot restart inflation");
       } else if (rc == Z_BUF_ERROR) {
-        if (zs_.avail_in != 0) throw corrupted(file, zs_.avail_in, "inflation made no progress");
+        if (zs_.avail_in != 0) throw corrupt(file, zs_.avail_in, "inflation made no progress");
       } else if (rc != Z_OK) {
         if (rc == Z_MEM_ERROR) throw std::bad_alloc();
         throw corrupted(file, zs_.avail_in, zs_.msg ? zs_.msg : "error " + std::to_string(rc));
@@ -236,7 +237,7 @@ class IsalInflater final : public Inflater {
       } else if (st.avail_in == in_before && st.avail_out == out_before) {
         // ISA-L holds input bits and output of its own, so the end of the
         // file is truncation only once a call with no input does nothing.
-        if (st.avail_in != 0) throw corrupted(file, st.avail_in, "inflation made no progress");
+        if (st.avail_in != 0) throw corrupt(file, st.avail_in, "inflation made no progress");
         if (input_eof_) throw truncated(file, 0);
       }
     }
@@ -276,7 +277,7 @@ inline std::unique_ptr<Inflater> make_inflater(Compression compression, std::siz
   return std::make_unique<ZlibInflater>(compression, buffer_size);
 }
 
-/// Deflates into an AtomicFileWriter. Lives on the heap (see Inflater).
+/// Deflates into an AtomicFileWriter. Lives on the heap (see ZlibInflater).
 class Deflater {
  public:
   Deflater(Compression compression, int level, std::size_t buffer_size)

@@ -31,10 +31,11 @@ struct TFRecordOptions {
   /// Largest payload accepted (default 1 GiB); a longer length is rejected as
   /// corrupt before anything is allocated.
   std::uint64_t max_record_bytes = std::uint64_t{1} << 30;
-  /// Check both CRCs of every record. They cover every byte, so a GZIP or
-  /// ZLIB file's own checksum is then not computed; with this off it is (and
-  /// is all that catches corruption that still inflates). Turning it off is
-  /// faster and misses corruption in plain files.
+  /// Check both CRCs of every record. They cover every byte, so zlib then
+  /// leaves out a GZIP or ZLIB file's own checksum (ISA-L checks it anyway);
+  /// with this off it is checked, and is all that catches corruption that
+  /// still inflates. Turning it off is faster and misses corruption in plain
+  /// files.
   bool verify_crc = true;
   /// Memory-map plain regular files instead of read()ing them into the window:
   /// no copy through a buffer (the fastest way to read files in the page
