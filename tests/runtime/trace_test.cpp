@@ -102,7 +102,13 @@ TEST_CASE("trace_events: every slow call of a traced stage, relative to the iter
     CHECK(e.dur_ns >= 0);
     if (e.name == "map") {
       ++map_spans;
-      CHECK(e.dur_ns >= 50'000);
+      // The span covers the call's 50 us as the tick clock reads it: ticks
+      // become nanoseconds by a ratio calibrated against the steady clock
+      // (core/clock.hpp), over a single millisecond this early in the
+      // process, so a loaded machine skews it by a few percent (49,720 ns
+      // once in CI). 10% is far above that and far below a span that
+      // missed the call.
+      CHECK(e.dur_ns >= 45'000);
       CHECK(e.ts_ns > previous_map_start);  // one thread: recorded in order
       previous_map_start = e.ts_ns;
     }
