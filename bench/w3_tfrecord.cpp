@@ -20,7 +20,10 @@
 //                  function the README teaches (a fresh ParsedExample, a new
 //                  float32 Tensor per image), every knob autotuned, against the
 //                  same function alone in a plain loop over the records in memory
-//                  x the cores; GZIP against bare inflate x the cores
+//                  x the cores; GZIP against bare inflate x the cores. Beside
+//                  them, library-free plain loops of the same shape on every
+//                  core (the function alone; with a shuffle buffer and the
+//                  copy into batches): what the machine allows this pipeline
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -28,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -333,6 +337,86 @@ void user_function_alone(benchmark::State& state) {
   count(state, data().plain_bytes);
 }
 
+// The function alone on every core at once (each thread its share of the
+// records, nothing shared): how far the cores scale it on this machine, which
+// the reference (one core's rate x the cores) assumes to be perfect.
+void user_function_every_core(benchmark::State& state) {
+  const auto& records = data().records;
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  for (auto _ : state) {
+    std::vector<double> sums(cores);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < cores; ++t) {
+      threads.emplace_back([&, t] {
+        double sum = 0;
+        for (std::size_t i = t; i < records.size(); i += cores) {
+          const auto [image, label] = UserDecode{}(records[i]);
+          sum += image.data<float>()[0] + static_cast<double>(label);
+        }
+        sums[t] = sum;
+      });
+    }
+    for (auto& th : threads) th.join();
+    benchmark::DoNotOptimize(sums.data());
+  }
+  count(state, data().plain_bytes);
+}
+
+// What the pipeline's shape costs without any library: on every core, a plain
+// loop over its share of the records in memory runs the user's function, keeps
+// the result in its share of a 10,000-element shuffle buffer (swapping with a
+// random slot, as shuffle does) and copies each element leaving the buffer
+// into a [256, 32, 32, 3] batch. Unlike the function alone, whose fresh Tensor
+// is written and dropped in cache, each image now lives in a 120 MB buffer
+// (out of cache) and is copied again into its batch: the memory traffic any
+// implementation of this pipeline pays, with no reading, threads or queues.
+// The argument is the buffer's size: 10,000 as in the pipeline, and 256, whose
+// elements stay in cache, to show what the buffer's size alone costs.
+void users_plain_loop_shuffle_batch(benchmark::State& state) {
+  const auto& records = data().records;
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t buffer_size = static_cast<std::size_t>(state.range(0)) / cores;
+  for (auto _ : state) {
+    std::vector<double> sums(cores);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < cores; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(7 + t);
+        std::vector<std::pair<ingest::Tensor, std::int64_t>> buffer;
+        buffer.reserve(buffer_size);
+        ingest::Tensor images(ingest::DType::float32, ingest::Shape{batch_size, 32, 32, 3});
+        std::vector<std::int64_t> labels(batch_size);
+        std::int64_t filled = 0;
+        double sum = 0;
+        auto emit = [&](std::pair<ingest::Tensor, std::int64_t>& e) {
+          std::memcpy(images.data<float>() + filled * image_bytes, e.first.data<float>(),
+                      image_bytes * sizeof(float));
+          labels[static_cast<std::size_t>(filled)] = e.second;
+          if (++filled == batch_size) {
+            sum += images.data<float>()[0] + static_cast<double>(labels[0]);
+            filled = 0;
+          }
+        };
+        for (std::size_t i = t; i < records.size(); i += cores) {
+          auto element = UserDecode{}(records[i]);
+          if (buffer.size() < buffer_size) {
+            buffer.push_back(std::move(element));
+            continue;
+          }
+          auto& slot = buffer[rng() % buffer_size];
+          emit(slot);
+          slot = std::move(element);
+        }
+        for (auto& e : buffer) emit(e);
+        sums[t] = sum;
+      });
+    }
+    for (auto& th : threads) th.join();
+    benchmark::DoNotOptimize(sums.data());
+  }
+  count(state, data().plain_bytes);
+}
+
 void users_pipeline(benchmark::State& state, bool gzip) {
   const auto compression = gzip ? ingest::Compression::gzip : ingest::Compression::none;
   const std::string pattern = (data().dir / (gzip ? "train-*.gz" : "train-*-of-00016")).string();
@@ -407,6 +491,13 @@ void ingest::bench::register_benchmarks(const Config& config) {
   // against bare inflate x the cores (both in records/s).
   const double cores = std::max(1u, std::thread::hardware_concurrency());
   ms(benchmark::RegisterBenchmark("W3/users/function_alone", user_function_alone));
+  ms(benchmark::RegisterBenchmark("W3/users/function_alone_every_core", user_function_every_core)
+         ->UseRealTime());
+  ms(benchmark::RegisterBenchmark("W3/users/plain_loop_shuffle_batch",
+                                  users_plain_loop_shuffle_batch)
+         ->Arg(10'000)
+         ->Arg(256)
+         ->UseRealTime());
   ms(benchmark::RegisterBenchmark("W3/users/pipeline", users_pipeline, false)->UseRealTime());
   ms(benchmark::RegisterBenchmark("W3/users_gzip/pipeline", users_pipeline, true)->UseRealTime());
   set_reference("W3/users/", "W3/users/function_alone", cores, "x");
