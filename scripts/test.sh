@@ -3,7 +3,8 @@
 # benchmarks, and runs every test (unit tests, examples with their expected
 # output, packaging consumers, benchmark smoke runs).
 #
-#   scripts/test.sh            release build with g++ (the README's command)
+#   scripts/test.sh            release build with g++ (the README's command; the tests
+#                              at -O1, see tests/CMakeLists.txt)
 #   scripts/test.sh asan       AddressSanitizer + UndefinedBehaviorSanitizer, built
 #                              with clang++ at -O0 (so CI's clang build is this one)
 #   scripts/test.sh tsan       ThreadSanitizer, on the concurrent code's tests
