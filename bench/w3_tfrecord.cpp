@@ -337,29 +337,35 @@ void user_function_alone(benchmark::State& state) {
   count(state, data().plain_bytes);
 }
 
-// The function alone on every core at once (each thread its share of the
-// records, nothing shared): how far the cores scale it on this machine, which
-// the reference (one core's rate x the cores) assumes to be perfect.
-void user_function_every_core(benchmark::State& state) {
-  const auto& records = data().records;
+// Runs body(t, cores) on one thread per core, each over its share of the
+// records (t, t + cores, ...) and returning a sum the optimiser must keep.
+template <class Body>
+void on_every_core(benchmark::State& state, const Body& body) {
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   for (auto _ : state) {
     std::vector<double> sums(cores);
     std::vector<std::thread> threads;
     for (std::size_t t = 0; t < cores; ++t) {
-      threads.emplace_back([&, t] {
-        double sum = 0;
-        for (std::size_t i = t; i < records.size(); i += cores) {
-          const auto [image, label] = UserDecode{}(records[i]);
-          sum += image.data<float>()[0] + static_cast<double>(label);
-        }
-        sums[t] = sum;
-      });
+      threads.emplace_back([&, t] { sums[t] = body(t, cores); });
     }
     for (auto& th : threads) th.join();
     benchmark::DoNotOptimize(sums.data());
   }
   count(state, data().plain_bytes);
+}
+
+// The function alone on every core at once (nothing shared): how far the
+// cores scale it on this machine, which the reference (one core's rate x the
+// cores) assumes to be perfect.
+void user_function_every_core(benchmark::State& state) {
+  on_every_core(state, [&records = data().records](std::size_t t, std::size_t cores) {
+    double sum = 0;
+    for (std::size_t i = t; i < records.size(); i += cores) {
+      const auto [image, label] = UserDecode{}(records[i]);
+      sum += image.data<float>()[0] + static_cast<double>(label);
+    }
+    return sum;
+  });
 }
 
 // What the pipeline's shape costs without any library: on every core, a plain
@@ -373,48 +379,38 @@ void user_function_every_core(benchmark::State& state) {
 // The argument is the buffer's size: 10,000 as in the pipeline, and 256, whose
 // elements stay in cache, to show what the buffer's size alone costs.
 void users_plain_loop_shuffle_batch(benchmark::State& state) {
-  const auto& records = data().records;
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t buffer_size = static_cast<std::size_t>(state.range(0)) / cores;
-  for (auto _ : state) {
-    std::vector<double> sums(cores);
-    std::vector<std::thread> threads;
-    for (std::size_t t = 0; t < cores; ++t) {
-      threads.emplace_back([&, t] {
-        std::mt19937_64 rng(7 + t);
-        std::vector<std::pair<ingest::Tensor, std::int64_t>> buffer;
-        buffer.reserve(buffer_size);
-        ingest::Tensor images(ingest::DType::float32, ingest::Shape{batch_size, 32, 32, 3});
-        std::vector<std::int64_t> labels(batch_size);
-        std::int64_t filled = 0;
-        double sum = 0;
-        auto emit = [&](std::pair<ingest::Tensor, std::int64_t>& e) {
-          std::memcpy(images.data<float>() + filled * image_bytes, e.first.data<float>(),
-                      image_bytes * sizeof(float));
-          labels[static_cast<std::size_t>(filled)] = e.second;
-          if (++filled == batch_size) {
-            sum += images.data<float>()[0] + static_cast<double>(labels[0]);
-            filled = 0;
-          }
-        };
-        for (std::size_t i = t; i < records.size(); i += cores) {
-          auto element = UserDecode{}(records[i]);
-          if (buffer.size() < buffer_size) {
-            buffer.push_back(std::move(element));
-            continue;
-          }
-          auto& slot = buffer[rng() % buffer_size];
-          emit(slot);
-          slot = std::move(element);
-        }
-        for (auto& e : buffer) emit(e);
-        sums[t] = sum;
-      });
+  const auto total_buffer = static_cast<std::size_t>(state.range(0));
+  on_every_core(state, [&records = data().records, total_buffer](std::size_t t, std::size_t cores) {
+    const std::size_t buffer_size = std::max<std::size_t>(1, total_buffer / cores);
+    std::mt19937_64 rng(7 + t);
+    std::vector<std::pair<ingest::Tensor, std::int64_t>> buffer;
+    buffer.reserve(buffer_size);
+    ingest::Tensor images(ingest::DType::float32, ingest::Shape{batch_size, 32, 32, 3});
+    std::vector<std::int64_t> labels(batch_size);
+    std::int64_t filled = 0;
+    double sum = 0;
+    auto emit = [&](std::pair<ingest::Tensor, std::int64_t>& e) {
+      std::memcpy(images.data<float>() + filled * image_bytes, e.first.data<float>(),
+                  image_bytes * sizeof(float));
+      labels[static_cast<std::size_t>(filled)] = e.second;
+      if (++filled == batch_size) {
+        sum += images.data<float>()[0] + static_cast<double>(labels[0]);
+        filled = 0;
+      }
+    };
+    for (std::size_t i = t; i < records.size(); i += cores) {
+      auto element = UserDecode{}(records[i]);
+      if (buffer.size() < buffer_size) {
+        buffer.push_back(std::move(element));
+        continue;
+      }
+      auto& slot = buffer[rng() % buffer_size];
+      emit(slot);
+      slot = std::move(element);
     }
-    for (auto& th : threads) th.join();
-    benchmark::DoNotOptimize(sums.data());
-  }
-  count(state, data().plain_bytes);
+    for (auto& e : buffer) emit(e);
+    return sum;
+  });
 }
 
 void users_pipeline(benchmark::State& state, bool gzip) {
