@@ -22,6 +22,11 @@
 //   W8/*/indexed_global_shuffle  W3 read by position (indexed_tfrecord with
 //                       global_shuffle instead of the shuffle buffer): its
 //                       state is positions only, whatever the order
+//   W8cost/*            what being saved costs the running pipeline: W3 with
+//                       shuffle(10,000), one epoch per iteration, items
+//                       records; checkpointing keeps what saves need from
+//                       the start; the reference (never_saved) is the same
+//                       pipeline without
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -113,6 +118,16 @@ void restore(benchmark::State& state, Make make, int quarters, bool first_save) 
   state.SetItemsProcessed(state.iterations());
 }
 
+template <class Make>
+void epoch(benchmark::State& state, Make make) {
+  const auto ds = make();
+  for (auto _ : state) {
+    auto it = ds.iterator();
+    while (auto x = it.next()) benchmark::DoNotOptimize(*x);
+  }
+  state.SetItemsProcessed(state.iterations() * data().num_records);
+}
+
 void read_1_percent(benchmark::State& state) {
   // 1% of the records, in whole batches (at smoke size, one batch: more).
   const std::int64_t batches = std::max<std::int64_t>(data().num_records / 100 / batch_size, 1);
@@ -175,6 +190,17 @@ void ingest::bench::register_benchmarks(const Config& config) {
               ->Iterations(restores));
   }
   set_reference("W8/", "W8/read_1_percent");
+  const int epochs = config.smoke ? 2 : 8;
+  benchmark::RegisterBenchmark("W8cost/never_saved", epoch<decltype(&with_shuffle)>, &with_shuffle)
+      ->Iterations(epochs)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("W8cost/checkpointing", epoch<decltype(&with_shuffle_checkpointing)>,
+                               &with_shuffle_checkpointing)
+      ->Iterations(epochs)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  set_reference("W8cost/", "W8cost/never_saved");
   // What tf.data stores for the shuffled pipeline: the buffer's elements.
   const std::int64_t buffered = std::min<std::int64_t>(10'000, n);
   note("tf.data's state for W3 with shuffle(10,000) holds its buffer: " + std::to_string(buffered) +
