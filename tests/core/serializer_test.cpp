@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -166,4 +167,35 @@ TEST_CASE("a lying vector length reserves no more memory than the bytes left",
   Strings many;
   for (int i = 0; i < 5000; ++i) many.push_back(std::to_string(i));
   CHECK(round_trip(many) == many);
+}
+
+TEST_CASE("a writer given room serializes into it while the bytes fit, then spills",
+          "[core][serializer]") {
+  const std::string text(100, 'q');
+  ByteWriter plain;
+  serializer<std::string>::write(plain, text);
+  const std::vector<std::byte> expected(plain.bytes().begin(), plain.bytes().end());
+  REQUIRE(expected.size() == 108);
+  for (const std::size_t room_size : {std::size_t{0}, std::size_t{7}, std::size_t{8},
+                                      std::size_t{107}, std::size_t{108}, std::size_t{500}}) {
+    CAPTURE(room_size);
+    std::vector<std::byte> room(room_size, std::byte{0xee});
+    std::vector<std::byte> spill(3, std::byte{1});  // cleared: only its capacity is used
+    spill.reserve(64);
+    ByteWriter w{std::span<std::byte>(room), std::move(spill)};
+    CHECK(w.in_room() == (room_size > 0));
+    serializer<std::string>::write(w, text);
+    CHECK(w.size() == expected.size());
+    CHECK(std::equal(w.bytes().begin(), w.bytes().end(), expected.begin(), expected.end()));
+    const bool fits = room_size >= expected.size();
+    CHECK(w.in_room() == fits);
+    if (fits) {
+      CHECK(w.bytes().data() == room.data());  // in place
+      CHECK(room[expected.size() - 1] == expected.back());
+      if (room_size > expected.size()) CHECK(room[expected.size()] == std::byte{0xee});
+    }
+    // The spill buffer comes back: empty, or holding the bytes.
+    const std::vector<std::byte> back = std::move(w).release();
+    CHECK(back.size() == (fits ? 0 : expected.size()));
+  }
 }

@@ -31,15 +31,32 @@ namespace ingest {
 static_assert(std::endian::native == std::endian::little,
               "ingest's serialized formats are little-endian; big-endian hosts are not supported");
 
-/// Appends bytes to a growable buffer (reused between elements).
+/// Appends bytes to a growable buffer (reused between elements), or to a
+/// caller's room while they fit (serializing in place, without a copy).
 class ByteWriter {
  public:
   ByteWriter() = default;
   /// Appends to `buffer` (its bytes and capacity are kept); release() hands it back.
   explicit ByteWriter(std::vector<std::byte>&& buffer) noexcept : buffer_(std::move(buffer)) {}
+  /// Appends to `room` while the bytes fit (in_room()), then from the write
+  /// that does not fit on to `spill` (cleared), the bytes so far copied
+  /// over; release() hands `spill` back.
+  ByteWriter(std::span<std::byte> room, std::vector<std::byte>&& spill) noexcept
+      : buffer_(std::move(spill)), room_(room.data()), room_size_(room.size()) {
+    buffer_.clear();
+  }
   std::vector<std::byte> release() && noexcept { return std::move(buffer_); }
 
   void write(const void* data, std::size_t n) {
+    if (room_) {
+      if (n <= room_size_ - room_used_) {
+        if (n != 0) std::memcpy(room_ + room_used_, data, n);
+        room_used_ += n;
+        return;
+      }
+      buffer_.assign(room_, room_ + room_used_);
+      room_ = nullptr;
+    }
     // resize + memcpy rather than insert: GCC 12 at -O3 reports a false
     // out-of-bounds write in vector::insert of a few bytes.
     const std::size_t at = buffer_.size();
@@ -49,12 +66,23 @@ class ByteWriter {
   template <class T>
   requires std::is_trivially_copyable_v<T>
   void put(const T& value) { write(&value, sizeof(T)); }
-  void clear() noexcept { buffer_.clear(); }
-  std::span<const std::byte> bytes() const noexcept { return buffer_; }
-  std::size_t size() const noexcept { return buffer_.size(); }
+  void clear() noexcept {
+    room_used_ = 0;
+    buffer_.clear();
+  }
+  /// The bytes are in the room given to the constructor (from its start).
+  bool in_room() const noexcept { return room_ != nullptr; }
+  std::span<const std::byte> bytes() const noexcept {
+    if (room_) return {room_, room_used_};
+    return buffer_;
+  }
+  std::size_t size() const noexcept { return room_ ? room_used_ : buffer_.size(); }
 
  private:
   std::vector<std::byte> buffer_;
+  std::byte* room_ = nullptr;  // null: bytes go to buffer_
+  std::size_t room_size_ = 0;
+  std::size_t room_used_ = 0;
 };
 
 /// Reads bytes from a span; any read past the end throws DataLossError.

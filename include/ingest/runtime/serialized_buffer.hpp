@@ -14,9 +14,12 @@
 // The bytes live in chunks of 4 MiB or more, shared (read-only) with the
 // states that refer to them: each element is serialized once while it is
 // buffered, into the newest chunk. When more than half the kept bytes belong
-// to elements that left the buffer, the live ones are copied into new chunks
-// and the old ones are dropped (those still held by a state live on in it):
-// the bytes kept stay under twice the buffer's serialized size plus a chunk.
+// to elements that left the buffer, the least live chunks have their live
+// elements copied into the newest chunk and are dropped (those still held by
+// a state live on in it) until a third of the kept bytes are dead: the bytes
+// kept stay under twice the buffer's serialized size plus a chunk, and the
+// chunks dropped are mostly dead (compact()). Chunk memory let go by every
+// holder is reused (Spares).
 // The stage activates it (on the pipeline's first save or restore, Model::
 // checkpointed), so a pipeline that is never saved pays nothing.
 //
@@ -30,6 +33,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -48,6 +52,8 @@ class SerializedBuffer {
  public:
   /// The smallest chunk.
   static constexpr std::size_t chunk_bytes = std::size_t{4} << 20;
+  /// Chunks let go by every holder kept for reuse.
+  static constexpr std::size_t spare_chunks = 4;
 
   bool active() const noexcept { return active_; }
   /// From now on the stage reports its buffer's changes and saves through write().
@@ -62,9 +68,10 @@ class SerializedBuffer {
   void removed(std::size_t slot, std::size_t size) noexcept {
     const std::size_t last = size - 1;
     if (last < refs_.size()) {  // then refs_ covers the whole buffer
-      set(slot, refs_[last]);
+      set(slot, refs_[last], homes_[last]);
       set(last, {});
       refs_.pop_back();
+      homes_.pop_back();
     } else if (slot < refs_.size()) {
       set(slot, {});
     }
@@ -72,6 +79,7 @@ class SerializedBuffer {
   /// The buffer was replaced (a restore): nothing of it is kept.
   void clear() noexcept {
     refs_.clear();
+    homes_.clear();
     live_ = 0;
     dirty_.clear();
     dirty_flag_.clear();
@@ -79,8 +87,6 @@ class SerializedBuffer {
     journal_.clear();
     journal_size_ = 0;
     chunks_.clear();
-    adopted_.clear();
-    tail_used_ = 0;
     used_ = 0;
   }
 
@@ -90,12 +96,18 @@ class SerializedBuffer {
   void adopt(std::shared_ptr<const void> owner, std::vector<std::span<const std::byte>> elements) {
     clear();
     active_ = true;
-    adopted_.push_back(std::move(owner));
+    if (elements.empty()) return;
+    // The state's storage is a chunk of its own: full (nothing is appended
+    // to it), dropped by compactions as the others are.
+    auto& chunk = *chunks_.emplace_back(std::make_unique<Chunk>());
+    chunk.keep = std::move(owner);
     grow(elements.size());
     for (std::size_t i = 0; i < elements.size(); ++i) {
-      set(i, {elements[i].data(), elements[i].size()});
-      used_ += elements[i].size();
+      set(i, {elements[i].data(), elements[i].size()}, &chunk);
+      chunk.used += elements[i].size();
     }
+    chunk.capacity = chunk.used;
+    used_ = chunk.used;
   }
 
   /// The element at `slot` (kept) deserialized; a serializer's error, or
@@ -117,7 +129,7 @@ class SerializedBuffer {
     const std::int64_t start = now_ns();
     grow(elements.size());
     for (const std::size_t i : dirty_)
-      if (i < refs_.size() && !refs_[i].data) set(i, append_element(*elements[i]));
+      if (i < refs_.size() && !refs_[i].data) append_element(i, *elements[i]);
     if (used_ > 2 * live_ + chunk_bytes) compact();
     const std::int64_t serialized = now_ns();
     // A new base is prepaid too: made once for the saves of the next
@@ -128,21 +140,38 @@ class SerializedBuffer {
     snapshot->journal = journal_;
     snapshot->journal_size = journal_size_;
     snapshot->count = refs_.size();
-    snapshot->owners.assign(chunks_.begin(), chunks_.end());
-    snapshot->owners.insert(snapshot->owners.end(), adopted_.begin(), adopted_.end());
+    snapshot->owners.reserve(chunks_.size());
+    for (const auto& chunk : chunks_) snapshot->owners.push_back(chunk->keep);
     snapshot->total = live_ + 8 * refs_.size();
     w.write_deferred(std::move(snapshot));
   }
 
-  /// Bytes kept (live and dead) since the last compaction.
+  /// Bytes kept, live and dead.
   std::size_t kept_bytes() const noexcept { return used_; }
-  /// Chunks held.
+  /// Bytes that compactions copied, in all.
+  std::size_t compacted_bytes() const noexcept { return compacted_; }
+  /// Chunks made of spare memory (let go by every holder), in all.
+  std::size_t reused_chunks() const noexcept { return reused_; }
+  /// Chunks held (a restored state's storage counts as one).
   std::size_t chunks() const noexcept { return chunks_.size(); }
 
  private:
+  // Bytes appended one after the other. Its counts are the stage thread's;
+  // the states that refer to its bytes hold `keep` only.
   struct Chunk {
-    std::unique_ptr<std::byte[]> data;
+    std::shared_ptr<const void> keep;  // owns the bytes
+    std::byte* data = nullptr;         // where appends go (null: a restored state's)
     std::size_t capacity = 0;
+    std::size_t used = 0;  // bytes appended
+    std::size_t live = 0;  // of which refs_ refer to
+    bool dropping = false;
+  };
+  // The memory of chunks that every holder let go (on any thread), reused
+  // for new chunks: pages already mapped, where fresh ones cost a page fault
+  // and the kernel's zeroing per 4 KiB (an eighth of W3's serialization).
+  struct Spares {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<std::byte[]>> free;
   };
   struct Ref {
     const std::byte* data = nullptr;  // null: not kept
@@ -201,10 +230,13 @@ class SerializedBuffer {
     }
   };
 
-  // Sets the ref of `slot` (< refs_.size()) and marks it changed.
-  void set(std::size_t slot, Ref r) noexcept {
+  // Sets the ref of `slot` (< refs_.size()), its bytes in `home`, and marks it changed.
+  void set(std::size_t slot, Ref r, Chunk* home = nullptr) noexcept {
+    if (homes_[slot]) homes_[slot]->live -= refs_[slot].size;
+    if (home) home->live += r.size;
     live_ = live_ - refs_[slot].size + r.size;
     refs_[slot] = r;
+    homes_[slot] = home;
     mark(slot);
   }
   void mark(std::size_t slot) noexcept {
@@ -222,6 +254,7 @@ class SerializedBuffer {
     }
     const std::size_t from = refs_.size();
     refs_.resize(n);
+    homes_.resize(n, nullptr);
     for (std::size_t i = from; i < n; ++i) mark(i);
   }
 
@@ -249,60 +282,127 @@ class SerializedBuffer {
     return based;
   }
 
+  // Serializes `x` into the kept bytes as the element at `slot`: in place,
+  // at the newest chunk's end, where it fits (on W3 the copy through a
+  // scratch buffer cost as much as the chunk's own).
   template <class T>
-  Ref append_element(const T& x) {
-    ByteWriter bytes(std::move(scratch_));
-    bytes.clear();
+  void append_element(std::size_t slot, const T& x) {
+    Chunk* tail = chunks_.empty() || !chunks_.back()->data ? nullptr : chunks_.back().get();
+    const std::span<std::byte> room =
+        tail ? std::span(tail->data + tail->used, tail->capacity - tail->used)
+             : std::span<std::byte>();
+    ByteWriter bytes(room, std::move(scratch_));
     try {
       serializer<T>::write(bytes, x);
     } catch (...) {
       scratch_ = std::move(bytes).release();
       throw;
     }
-    scratch_ = std::move(bytes).release();
-    return append(scratch_);
-  }
-
-  // Copies `b` into the newest chunk (a new one when it lacks room).
-  Ref append(std::span<const std::byte> b) {
-    if (chunks_.empty() || chunks_.back()->capacity - tail_used_ < b.size()) {
-      auto chunk = std::make_shared<Chunk>();
-      chunk->capacity = std::max(chunk_bytes, b.size());
-      chunk->data = std::make_unique_for_overwrite<std::byte[]>(chunk->capacity);
-      chunks_.push_back(std::move(chunk));
-      tail_used_ = 0;
+    if (tail && bytes.in_room()) {
+      const std::size_t n = bytes.size();
+      scratch_ = std::move(bytes).release();
+      tail->used += n;
+      used_ += n;
+      set(slot, {room.data(), n}, tail);
+      return;
     }
-    std::byte* at = chunks_.back()->data.get() + tail_used_;
-    if (!b.empty()) std::memcpy(at, b.data(), b.size());
-    tail_used_ += b.size();
-    used_ += b.size();
-    return {at, b.size()};
+    scratch_ = std::move(bytes).release();
+    append(slot, scratch_);
   }
 
-  // Copies the live elements' bytes into new chunks (adopted ones too).
+  // Copies `b` into the newest chunk (a new one when it lacks room) as the
+  // bytes of the element at `slot`.
+  void append(std::size_t slot, std::span<const std::byte> b) {
+    if (chunks_.empty() || !chunks_.back()->data || chunks_.back()->dropping ||
+        chunks_.back()->capacity - chunks_.back()->used < b.size()) {
+      auto chunk = std::make_unique<Chunk>();
+      chunk->capacity = std::max(chunk_bytes, b.size());
+      std::shared_ptr<std::byte[]> bytes = chunk_memory(chunk->capacity);
+      chunk->data = bytes.get();
+      chunk->keep = std::move(bytes);
+      chunks_.push_back(std::move(chunk));
+    }
+    Chunk& tail = *chunks_.back();
+    std::byte* at = tail.data + tail.used;
+    if (!b.empty()) std::memcpy(at, b.data(), b.size());
+    tail.used += b.size();
+    used_ += b.size();
+    set(slot, {at, b.size()}, &tail);
+  }
+
+  // `capacity` bytes for a chunk: spare memory where it has chunk_bytes,
+  // handed back to the spares when its last holder lets it go.
+  std::shared_ptr<std::byte[]> chunk_memory(std::size_t capacity) {
+    if (capacity != chunk_bytes) return std::make_shared_for_overwrite<std::byte[]>(capacity);
+    std::unique_ptr<std::byte[]> bytes;
+    {
+      const std::lock_guard lock(spares_->mutex);
+      if (!spares_->free.empty()) {
+        bytes = std::move(spares_->free.back());
+        spares_->free.pop_back();
+      }
+    }
+    if (bytes) {
+      ++reused_;
+    } else {
+      bytes = std::make_unique_for_overwrite<std::byte[]>(chunk_bytes);
+    }
+    return {bytes.release(), [spares = spares_](std::byte* p) {
+              std::unique_ptr<std::byte[]> owned(p);  // freed after the lock, unless kept
+              const std::lock_guard lock(spares->mutex);
+              if (spares->free.size() < spare_chunks) spares->free.push_back(std::move(owned));
+            }};
+  }
+
+  // Called when more than half the kept bytes are dead: drops the least
+  // live chunks, their live elements copied into the newest chunk (a new
+  // one if the newest is dropped), until at most a third of the kept bytes
+  // are dead. A shuffle draws uniformly, so those are the oldest chunks,
+  // mostly dead, where copying every live element copied about one element
+  // per element serialized (on W3, as much as the serialization).
   void compact() {
-    std::vector<std::shared_ptr<Chunk>> old = std::move(chunks_);
-    std::vector<std::shared_ptr<const void>> old_adopted = std::move(adopted_);
-    chunks_.clear();
-    adopted_.clear();
-    tail_used_ = 0;
-    used_ = 0;
-    for (std::size_t i = 0; i < refs_.size(); ++i)
-      set(i, append(std::span(refs_[i].data, refs_[i].size)));
+    std::vector<Chunk*> order;
+    order.reserve(chunks_.size());
+    for (const auto& chunk : chunks_) order.push_back(chunk.get());
+    std::sort(order.begin(), order.end(), [](const Chunk* a, const Chunk* b) {
+      // live / used, ascending (an empty chunk first)
+      if (a->used == 0 || b->used == 0) return a->used == 0 && b->used != 0;
+      return a->live * b->used < b->live * a->used;
+    });
+    std::size_t used = used_;
+    bool any = false;
+    for (Chunk* chunk : order) {
+      if (2 * used <= 3 * live_ + 2 * chunk_bytes) break;
+      chunk->dropping = any = true;
+      used -= chunk->used - chunk->live;  // its live bytes are copied
+    }
+    if (!any) return;
+    for (std::size_t i = 0; i < refs_.size(); ++i) {
+      if (!homes_[i] || !homes_[i]->dropping) continue;
+      compacted_ += refs_[i].size;
+      append(i, std::span(refs_[i].data, refs_[i].size));
+    }
+    std::erase_if(chunks_, [&](const std::unique_ptr<Chunk>& chunk) {
+      if (!chunk->dropping) return false;
+      used_ -= chunk->used;
+      return true;
+    });
   }
 
   bool active_ = false;
   std::vector<Ref> refs_;                 // one per buffered element (from the front), or fewer
+  std::vector<Chunk*> homes_;             // per ref: the chunk its bytes are in (null: none)
   std::size_t live_ = 0;                  // the kept refs' bytes
   std::vector<std::size_t> dirty_;        // slots changed since the last save, each once
   std::vector<std::uint8_t> dirty_flag_;  // per slot: in dirty_
   std::shared_ptr<const std::vector<Ref>> base_;        // refs_ as of the last new base
   std::vector<std::shared_ptr<JournalBlock>> journal_;  // the changes since, in blocks
   std::size_t journal_size_ = 0;                        // entries in journal_
-  std::vector<std::shared_ptr<Chunk>> chunks_;
-  std::vector<std::shared_ptr<const void>> adopted_;  // a restored state's storage
-  std::size_t tail_used_ = 0;                         // bytes used in the newest chunk
-  std::size_t used_ = 0;                              // bytes appended since the last compaction
+  std::vector<std::unique_ptr<Chunk>> chunks_;          // oldest first; appends go to the last
+  std::size_t used_ = 0;                                // the chunks' bytes appended
+  std::size_t compacted_ = 0;                           // bytes compact() copied
+  std::size_t reused_ = 0;                              // chunks made of spares
+  std::shared_ptr<Spares> spares_ = std::make_shared<Spares>();
   std::vector<std::byte> scratch_;
 };
 
