@@ -18,8 +18,9 @@
 // elements copied into the newest chunk and are dropped (those still held by
 // a state live on in it) until a third of the kept bytes are dead: the bytes
 // kept stay under twice the buffer's serialized size plus a chunk, and the
-// chunks dropped are mostly dead (compact()). Chunk memory let go by every
-// holder is reused (Spares).
+// chunks dropped are mostly dead (compact()). Chunks come from the
+// process-wide pooled host allocator (default_allocator()), so the memory of
+// chunks every holder let go is reused, its pages already mapped.
 // The stage activates it (on the pipeline's first save or restore, Model::
 // checkpointed), so a pipeline that is never saved pays nothing.
 //
@@ -33,7 +34,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/allocator.hpp"
 #include "ingest/core/clock.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/serializer.hpp"
@@ -52,8 +53,6 @@ class SerializedBuffer {
  public:
   /// The smallest chunk.
   static constexpr std::size_t chunk_bytes = std::size_t{4} << 20;
-  /// Chunks let go by every holder kept for reuse.
-  static constexpr std::size_t spare_chunks = 4;
 
   bool active() const noexcept { return active_; }
   /// From now on the stage reports its buffer's changes and saves through write().
@@ -150,8 +149,6 @@ class SerializedBuffer {
   std::size_t kept_bytes() const noexcept { return used_; }
   /// Bytes that compactions copied, in all.
   std::size_t compacted_bytes() const noexcept { return compacted_; }
-  /// Chunks made of spare memory (let go by every holder), in all.
-  std::size_t reused_chunks() const noexcept { return reused_; }
   /// Chunks held (a restored state's storage counts as one).
   std::size_t chunks() const noexcept { return chunks_.size(); }
 
@@ -165,13 +162,6 @@ class SerializedBuffer {
     std::size_t used = 0;  // bytes appended
     std::size_t live = 0;  // of which refs_ refer to
     bool dropping = false;
-  };
-  // The memory of chunks that every holder let go (on any thread), reused
-  // for new chunks: pages already mapped, where fresh ones cost a page fault
-  // and the kernel's zeroing per 4 KiB (an eighth of W3's serialization).
-  struct Spares {
-    std::mutex mutex;
-    std::vector<std::unique_ptr<std::byte[]>> free;
   };
   struct Ref {
     const std::byte* data = nullptr;  // null: not kept
@@ -287,7 +277,7 @@ class SerializedBuffer {
   // scratch buffer cost as much as the chunk's own).
   template <class T>
   void append_element(std::size_t slot, const T& x) {
-    Chunk* tail = chunks_.empty() || !chunks_.back()->data ? nullptr : chunks_.back().get();
+    Chunk* tail = appendable();
     const std::span<std::byte> room =
         tail ? std::span(tail->data + tail->used, tail->capacity - tail->used)
              : std::span<std::byte>();
@@ -298,60 +288,47 @@ class SerializedBuffer {
       scratch_ = std::move(bytes).release();
       throw;
     }
-    if (tail && bytes.in_room()) {
-      const std::size_t n = bytes.size();
-      scratch_ = std::move(bytes).release();
-      tail->used += n;
-      used_ += n;
-      set(slot, {room.data(), n}, tail);
-      return;
-    }
+    const bool in_place = tail && bytes.in_room();
+    const std::size_t n = bytes.size();
     scratch_ = std::move(bytes).release();
-    append(slot, scratch_);
+    if (in_place) {
+      commit(slot, *tail, n);
+    } else {
+      append(slot, scratch_);
+    }
   }
 
   // Copies `b` into the newest chunk (a new one when it lacks room) as the
   // bytes of the element at `slot`.
   void append(std::size_t slot, std::span<const std::byte> b) {
-    if (chunks_.empty() || !chunks_.back()->data || chunks_.back()->dropping ||
-        chunks_.back()->capacity - chunks_.back()->used < b.size()) {
+    Chunk* tail = appendable();
+    if (!tail || tail->capacity - tail->used < b.size()) {
       auto chunk = std::make_unique<Chunk>();
       chunk->capacity = std::max(chunk_bytes, b.size());
-      std::shared_ptr<std::byte[]> bytes = chunk_memory(chunk->capacity);
-      chunk->data = bytes.get();
-      chunk->keep = std::move(bytes);
-      chunks_.push_back(std::move(chunk));
+      // From the pooled host allocator: the memory of chunks dropped earlier.
+      Allocator& pool = default_allocator();
+      chunk->data = static_cast<std::byte*>(pool.allocate(chunk->capacity));
+      chunk->keep = std::shared_ptr<std::byte>(
+          chunk->data, [&pool, n = chunk->capacity](std::byte* p) { pool.deallocate(p, n); });
+      tail = chunks_.emplace_back(std::move(chunk)).get();
     }
-    Chunk& tail = *chunks_.back();
-    std::byte* at = tail.data + tail.used;
-    if (!b.empty()) std::memcpy(at, b.data(), b.size());
-    tail.used += b.size();
-    used_ += b.size();
-    set(slot, {at, b.size()}, &tail);
+    if (!b.empty()) std::memcpy(tail->data + tail->used, b.data(), b.size());
+    commit(slot, *tail, b.size());
   }
 
-  // `capacity` bytes for a chunk: spare memory where it has chunk_bytes,
-  // handed back to the spares when its last holder lets it go.
-  std::shared_ptr<std::byte[]> chunk_memory(std::size_t capacity) {
-    if (capacity != chunk_bytes) return std::make_shared_for_overwrite<std::byte[]>(capacity);
-    std::unique_ptr<std::byte[]> bytes;
-    {
-      const std::lock_guard lock(spares_->mutex);
-      if (!spares_->free.empty()) {
-        bytes = std::move(spares_->free.back());
-        spares_->free.pop_back();
-      }
-    }
-    if (bytes) {
-      ++reused_;
-    } else {
-      bytes = std::make_unique_for_overwrite<std::byte[]>(chunk_bytes);
-    }
-    return {bytes.release(), [spares = spares_](std::byte* p) {
-              std::unique_ptr<std::byte[]> owned(p);  // freed after the lock, unless kept
-              const std::lock_guard lock(spares->mutex);
-              if (spares->free.size() < spare_chunks) spares->free.push_back(std::move(owned));
-            }};
+  // The newest chunk if appends can go there (not a restored state's, not
+  // being dropped), else null.
+  Chunk* appendable() const noexcept {
+    if (chunks_.empty() || !chunks_.back()->data || chunks_.back()->dropping) return nullptr;
+    return chunks_.back().get();
+  }
+
+  // The `n` bytes at `tail`'s end are the element at `slot`'s.
+  void commit(std::size_t slot, Chunk& tail, std::size_t n) noexcept {
+    const Ref r{tail.data + tail.used, n};
+    tail.used += n;
+    used_ += n;
+    set(slot, r, &tail);
   }
 
   // Called when more than half the kept bytes are dead: drops the least
@@ -401,8 +378,6 @@ class SerializedBuffer {
   std::vector<std::unique_ptr<Chunk>> chunks_;          // oldest first; appends go to the last
   std::size_t used_ = 0;                                // the chunks' bytes appended
   std::size_t compacted_ = 0;                           // bytes compact() copied
-  std::size_t reused_ = 0;                              // chunks made of spares
-  std::shared_ptr<Spares> spares_ = std::make_shared<Spares>();
   std::vector<std::byte> scratch_;
 };
 
