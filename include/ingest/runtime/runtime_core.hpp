@@ -42,8 +42,8 @@ class DriverThreads {
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
+      for (auto& w : workers_) w->cv.notify_all();
     }
-    cv_.notify_all();
     const auto self = std::this_thread::get_id();
     for (auto& w : workers_) {
       if (w->thread.get_id() == self) {
@@ -61,8 +61,9 @@ class DriverThreads {
       if (!w->job && w->idle) {
         w->job = std::move(job);
         w->idle = false;
+        Worker* chosen = w.get();  // workers_ may grow once unlocked; workers stay
         lock.unlock();
-        cv_.notify_all();
+        chosen->cv.notify_one();  // only this worker: the others stay asleep
         return;
       }
     }
@@ -83,12 +84,13 @@ class DriverThreads {
     std::thread thread;
     std::function<void()> job;
     bool idle = false;
+    std::condition_variable cv;  // told of this worker's job, or of stopping
   };
 
   void loop(Worker& w) {
     std::unique_lock lock(mu_);
     for (;;) {
-      cv_.wait(lock, [&] { return w.job || stopping_; });
+      w.cv.wait(lock, [&] { return w.job || stopping_; });
       if (!w.job) return;
       std::function<void()> job = std::move(w.job);
       w.job = nullptr;
@@ -101,7 +103,6 @@ class DriverThreads {
   }
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::vector<std::unique_ptr<Worker>> workers_;
   bool stopping_ = false;
 };
