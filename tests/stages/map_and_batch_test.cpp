@@ -165,3 +165,49 @@ TEST_CASE("an impossible batch_size is InvalidArgument from the fused stage (iss
     CHECK(out[0].error.find("stage 'batch'") != std::string::npos);
   }
 }
+
+TEST_CASE("a batch's first chunks reach the pool while the rest of it loads",
+          "[stages][map_and_batch][concurrency]") {
+  // The input's element 200 waits (up to 10 s) for f's first call: before,
+  // f was first called once all 256 inputs of the batch were pulled.
+  std::atomic<bool> called{false};
+  bool waited_out = false;
+  auto ds = range(512)
+                .map([&](std::int64_t x) {
+                  const auto until = std::chrono::steady_clock::now() + 10s;
+                  while (x == 200 && !called.load() && std::chrono::steady_clock::now() < until)
+                    std::this_thread::sleep_for(100us);
+                  if (x == 200 && !called.load()) waited_out = true;
+                  return x;
+                })
+                .map(
+                    [&](std::int64_t x) {
+                      called.store(true);
+                      return x + 1;
+                    },
+                    {.parallelism = 2})
+                .batch(256);
+  const auto out = collect(ds);
+  CHECK_FALSE(waited_out);
+  REQUIRE(out.size() == 2);
+  CHECK(values_of(out[0]) == iota(1, 257));
+  CHECK(values_of(out[1]) == iota(257, 513));
+}
+
+TEST_CASE("input and function errors in batches whose chunks left while they loaded",
+          "[stages][map_and_batch][concurrency]") {
+  // Chunks of 8 go to the pool as they fill (batch 64, parallelism 2); an
+  // input that fails after them fails its batch as the unfused stages do.
+  auto input = range(300).map([](std::int64_t x) -> std::int64_t {
+    if (x == 50 || x == 130 || x == 131 || x == 299) throw Boom("input " + std::to_string(x));
+    return x;
+  });
+  for (std::int64_t fail_every : {0, 97}) {
+    for (bool drop : {false, true}) {
+      INFO("fail_every " << fail_every << " drop " << drop);
+      const Work w{1000, fail_every};
+      CHECK(render(input.map(w, {.parallelism = 2}).batch(64, {.drop_remainder = drop})) ==
+            render(input.map(w).batch(64, {.drop_remainder = drop})));
+    }
+  }
+}

@@ -1,8 +1,9 @@
 // map(f, {.parallelism}).batch(n): one fused stage. tf.data counterpart:
-// MapAndBatchDataset. The consumer pulls a batch's inputs, splits the batch
-// into chunks for the pool, and each call of f writes its result straight
-// into its slot of the batch buffer (batch_traits' builder): no per-element
-// hand-off, no intermediate element buffer. Functions too cheap to hand over
+// MapAndBatchDataset. The consumer pulls a batch's inputs and hands each
+// chunk of them to the pool as soon as it is pulled, and each call of f
+// writes its result straight into its slot of the batch buffer
+// (batch_traits' builder): no per-element hand-off, no intermediate element
+// buffer. Functions too cheap to hand over
 // run inline on the consumer's thread. Same output as the unfused pipeline:
 // a batch with a failed element (in f, in the input, or not stackable) fails
 // as a whole with its first error. Destroying the iterator stops new chunks
@@ -113,7 +114,7 @@ class MapAndBatchIterator {
         Batch& b = *batches_[0];
         load(b);
         if (b.count == 0) return std::nullopt;
-        Chunk whole{&b, 0, b.count, nullptr, 0};
+        Chunk whole{&b, 0, b.count, nullptr, 0, b.any_failed};
         static const std::atomic<bool> never_cancelled{false};
         // One inline batch in 16 is timed: it keeps the cost estimate fresh.
         const bool timed = ++inline_batches_ % 16 == 0;
@@ -167,6 +168,9 @@ class MapAndBatchIterator {
     std::size_t begin = 0, end = 0;
     std::exception_ptr error;  // the first failure in [begin, end)
     std::size_t error_index = 0;
+    // Whether an input in [begin, end) failed (the batch's flag may change
+    // while the chunk runs: the rest of its batch is still loading).
+    bool any_failed = false;
   };
   // Runs f over a chunk of a batch, each result into its slot of the batch
   // buffer; the calls it made.
@@ -199,7 +203,7 @@ class MapAndBatchIterator {
     void compute(Chunk& c, std::size_t i, const std::atomic<bool>& cancelled) const {
       Batch& b = *c.batch;
       for (; i < c.end && !stopped(cancelled); ++i) {
-        if (b.any_failed && b.failed[i]) continue;
+        if (c.any_failed && b.failed[i]) continue;
         try {
           auto&& v = f(take(b.in[i]));
           try {
@@ -222,7 +226,7 @@ class MapAndBatchIterator {
     void compute_all(Chunk& c, const std::atomic<bool>& cancelled, std::size_t piece) const {
       Batch& b = *c.batch;
       if constexpr (detail::bulk_builder<builder, Out> && plain_inputs) {
-        if (!b.any_failed) {
+        if (!c.any_failed) {
           // Arithmetic results: a plain loop over the batch buffer, in
           // pieces between which cancellation is checked.
           const std::span<Out> slots = b.out->slots();
@@ -323,8 +327,13 @@ class MapAndBatchIterator {
 
   // Pulls up to batch_size inputs into b. The input buffers grow with what
   // arrives (a batch size far above the input's length allocates nothing),
-  // and the batch buffer is sized to what arrived.
-  void load(Batch& b) {
+  // and the batch buffer is sized to what arrived. With `per_chunk` (the
+  // pool's path, early_chunks()), the buffers are sized to the batch first
+  // and each chunk of `per_chunk` inputs goes to the pool as soon as it is
+  // pulled, the last one when the batch is complete: the first calls of f
+  // do not wait for the whole batch's inputs (after a restore or at the
+  // start, while the input warms up, a batch's pulls take milliseconds).
+  void load(Batch& b, std::size_t per_chunk = 0) {
     if (anchors_.due(next_index_)) [[unlikely]]
       take_anchor();
     b.out.reset();
@@ -334,8 +343,21 @@ class MapAndBatchIterator {
     b.chunks.clear();
     b.chunk_errors.clear();
     b.first_index = next_index_;
-    std::size_t k = 0;
+    b.count = 0;
+    std::size_t k = 0, submitted = 0;
+    if (per_chunk) {
+      if (b.in.size() < batch_size_) {
+        b.in.resize(batch_size_);
+        b.failed.resize(batch_size_);
+      }
+      b.out.emplace(BatchSpec{batch_size_, allocator_});
+    }
+    const auto submit_full = [&] {
+      for (; per_chunk && k - submitted >= per_chunk; submitted += per_chunk)
+        submit_chunk(b, submitted, submitted + per_chunk);
+    };
     while (k < batch_size_ && !input_done_) {
+      submit_full();
       detail::throw_if_cancelled(cancel_);
       if (k == b.in.size()) {
         const std::size_t size = std::min(batch_size_, std::max<std::size_t>(64, 2 * k));
@@ -370,8 +392,35 @@ class MapAndBatchIterator {
       ++k;
     }
     b.count = k;
-    b.out.emplace(BatchSpec{std::max<std::size_t>(k, 1), allocator_});
+    if (per_chunk) {
+      submit_full();
+      if (k > submitted) submit_chunk(b, submitted, k);
+    } else {
+      b.out.emplace(BatchSpec{std::max<std::size_t>(k, 1), allocator_});
+    }
     next_index_ += static_cast<std::int64_t>(k);
+  }
+
+  // Batches of at most this many inputs are handed to the pool chunk by
+  // chunk while they load (their buffers sized to the batch up front).
+  static constexpr std::size_t max_early_batch = 4096;
+  // Whether load() submits chunks as they fill: a batch size the input
+  // fills (not known to be shorter) and small enough to size up front.
+  bool early_chunks() const noexcept {
+    return capacity_ == batch_size_ && batch_size_ <= max_early_batch;
+  }
+
+  // Hands inputs [begin, end) of b to the pool as one chunk.
+  void submit_chunk(Batch& b, std::size_t begin, std::size_t end) {
+    const std::size_t slot = engine_.find_idle();
+    Chunk& c = engine_.work(slot);
+    const bool failed =
+        b.any_failed && std::any_of(b.failed.begin() + static_cast<std::ptrdiff_t>(begin),
+                                    b.failed.begin() + static_cast<std::ptrdiff_t>(end),
+                                    [](std::uint8_t f) { return f != 0; });
+    c = Chunk{&b, begin, end, nullptr, 0, failed};
+    b.chunks.push_back(slot);
+    engine_.submit(slot);
   }
 
   // The pulled inputs not yet delivered: the batches in flight.
@@ -411,16 +460,29 @@ class MapAndBatchIterator {
           break;
         }
       }
-      load(*b);
-      if (b->count == 0) return;
-      const std::size_t per_chunk = std::max(engine_.planner().chunk_size(),
-                                             (b->count + 4 * parallelism - 1) / (4 * parallelism));
-      for (std::size_t begin = 0; begin < b->count; begin += per_chunk) {
-        const std::size_t slot = engine_.find_idle();
-        Chunk& c = engine_.work(slot);
-        c = Chunk{b, begin, std::min(b->count, begin + per_chunk), nullptr, 0};
-        b->chunks.push_back(slot);
-        engine_.submit(slot);
+      const auto chunk_for = [&](std::size_t count) {
+        return std::max(engine_.planner().chunk_size(),
+                        (count + 4 * parallelism - 1) / (4 * parallelism));
+      };
+      if (early_chunks()) {
+        try {
+          load(*b, chunk_for(batch_size_));
+        } catch (...) {
+          // Cancelled (the consumer is gone): the chunks already submitted
+          // keep the batch in flight, holding the inputs they compute.
+          if (!b->chunks.empty()) {
+            b->count = engine_.work(b->chunks.back()).end;
+            active_.push_back(b);
+          }
+          throw;
+        }
+        if (b->count == 0) return;
+      } else {
+        load(*b);
+        if (b->count == 0) return;
+        const std::size_t per_chunk = chunk_for(b->count);
+        for (std::size_t begin = 0; begin < b->count; begin += per_chunk)
+          submit_chunk(*b, begin, std::min(b->count, begin + per_chunk));
       }
       active_.push_back(b);
     }
