@@ -365,7 +365,9 @@ class MapAndBatchIterator {
         b.failed.resize(size);
       }
       if constexpr (bulk_input) {
-        const std::size_t room = std::min(b.in.size() - k, load_pacer_.piece());
+        std::size_t room = std::min(b.in.size() - k, load_pacer_.piece());
+        // Early chunks: a fill stops where the chunk being loaded is full.
+        if (per_chunk) room = std::min(room, submitted + per_chunk - k);
         const std::int64_t piece_start = load_pacer_.start();
         const std::size_t got = input_.fill(std::span<In>(b.in).subspan(k, room));
         load_pacer_.done(piece_start, got);
