@@ -343,7 +343,6 @@ class MapAndBatchIterator {
     b.chunks.clear();
     b.chunk_errors.clear();
     b.first_index = next_index_;
-    b.count = 0;
     std::size_t k = 0, submitted = 0;
     if (per_chunk) {
       if (b.in.size() < batch_size_) {
@@ -395,8 +394,7 @@ class MapAndBatchIterator {
     }
     b.count = k;
     if (per_chunk) {
-      submit_full();
-      if (k > submitted) submit_chunk(b, submitted, k);
+      submit_chunks(b, submitted, k, per_chunk);
     } else {
       b.out.emplace(BatchSpec{std::max<std::size_t>(k, 1), allocator_});
     }
@@ -410,6 +408,12 @@ class MapAndBatchIterator {
   // fills (not known to be shorter) and small enough to size up front.
   bool early_chunks() const noexcept {
     return capacity_ == batch_size_ && batch_size_ <= max_early_batch;
+  }
+
+  // Hands inputs [begin, end) of b to the pool in chunks of `per_chunk`.
+  void submit_chunks(Batch& b, std::size_t begin, std::size_t end, std::size_t per_chunk) {
+    for (; begin < end; begin += per_chunk)
+      submit_chunk(b, begin, std::min(end, begin + per_chunk));
   }
 
   // Hands inputs [begin, end) of b to the pool as one chunk.
@@ -482,9 +486,7 @@ class MapAndBatchIterator {
       } else {
         load(*b);
         if (b->count == 0) return;
-        const std::size_t per_chunk = chunk_for(b->count);
-        for (std::size_t begin = 0; begin < b->count; begin += per_chunk)
-          submit_chunk(*b, begin, std::min(b->count, begin + per_chunk));
+        submit_chunks(*b, 0, b->count, chunk_for(b->count));
       }
       active_.push_back(b);
     }
