@@ -163,7 +163,7 @@ TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian
   const auto b = bytes_of(s.bytes());
   REQUIRE(b.size() == 24 + 4 + 4);
   CHECK(std::string(reinterpret_cast<const char*>(b.data()), 4) == "INGS");
-  CHECK(b[4] == std::byte{2});  // format version 2: shuffle's buffer as an element table
+  CHECK(b[4] == std::byte{3});  // format version 3: the cache stores its fill epoch
   CHECK(b[8] == std::byte{0x88});
   CHECK(b[15] == std::byte{0x11});
   CHECK(b[16] == std::byte{4});
@@ -185,8 +185,8 @@ TEST_CASE("corrupt states raise DataLossError with the offset", "[core][state]")
   }
   SECTION("unknown version") {
     auto b = good;
-    b[4] = std::byte{3};
-    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 3") == 4);
+    b[4] = std::byte{4};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 4") == 4);
   }
   SECTION("a flipped payload byte fails the CRC") {
     auto b = good;

@@ -7,7 +7,7 @@
 // An IteratorState's bytes, all integers little-endian:
 //
 //   offset 0   "INGS"                         magic
-//   offset 4   u32 format version             (2)
+//   offset 4   u32 format version             (3)
 //   offset 8   u64 pipeline fingerprint
 //   offset 16  u64 payload length L
 //   offset 24  L bytes payload                what the stages wrote
@@ -529,7 +529,7 @@ class StateReader {
 /// A value type; `bytes()` is what write_state stores.
 class IteratorState {
  public:
-  static constexpr std::uint32_t format_version = 2;
+  static constexpr std::uint32_t format_version = 3;
   static constexpr std::size_t header_bytes = 24;
   static constexpr std::size_t crc_bytes = 4;
 

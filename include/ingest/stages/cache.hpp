@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,26 +60,41 @@ class CacheIterator {
     std::string path;                                         // empty: memory cache
     std::shared_ptr<const std::vector<value_type>> elements;  // a complete memory cache
     bool filling = false;                                     // a pass is filling the memory cache
+    // The context epoch of the pass that filled the cache in this process
+    // (random_map's generators depend on it): a restore that must fill the
+    // cache again reads the input in that epoch, not its own.
+    std::optional<std::uint64_t> fill_epoch;
   };
 
-  /// Reads a complete memory cache.
-  explicit CacheIterator(std::shared_ptr<const std::vector<value_type>> elements)
-      : cached_(std::move(elements)), mode_(Mode::memory) {}
+  /// Makes the input's iterator for a pass in the given context epoch.
+  using MakeInput = std::function<InputIt(std::uint64_t epoch)>;
 
-  /// Reads a complete cache file holding `count` elements.
-  CacheIterator(const std::string& path, std::uint64_t count)
-      : reader_(std::make_unique<TFRecordReader>(path, TFRecordOptions{})),
+  /// Reads a complete memory cache, filled in context epoch `fill_epoch`.
+  CacheIterator(std::shared_ptr<const std::vector<value_type>> elements, std::uint64_t fill_epoch)
+      : epoch_(fill_epoch), cached_(std::move(elements)), mode_(Mode::memory) {}
+
+  /// Reads a complete cache file holding `count` elements (filled in context
+  /// epoch `fill_epoch`, as far as this process knows).
+  CacheIterator(const std::string& path, std::uint64_t count, std::uint64_t fill_epoch)
+      : epoch_(fill_epoch),
+        reader_(std::make_unique<TFRecordReader>(path, TFRecordOptions{})),
         expected_(count),
         mode_(Mode::file) {
     reader_->read_view();  // the header, validated already
   }
 
-  /// Passes the input through; fills the cache if `state` is given (memory,
-  /// or a file when state->path is set). `cardinality`: the input's element
-  /// count when known (>= 0): the cache is complete once that many elements
-  /// were read, even if the reader stops before asking for the end (tf.data).
-  CacheIterator(InputIt input, std::shared_ptr<State> state, std::int64_t cardinality)
-      : input_(std::move(input)), state_(std::move(state)), cardinality_(cardinality) {
+  /// Passes the input through (its iterator made by `make_input` in context
+  /// epoch `epoch` when first needed); fills the cache if `state` is given
+  /// (memory, or a file when state->path is set). `cardinality`: the input's
+  /// element count when known (>= 0): the cache is complete once that many
+  /// elements were read, even if the reader stops before asking for the end
+  /// (tf.data).
+  CacheIterator(MakeInput make_input, std::uint64_t epoch, std::shared_ptr<State> state,
+                std::int64_t cardinality)
+      : make_input_(std::move(make_input)),
+        epoch_(epoch),
+        state_(std::move(state)),
+        cardinality_(cardinality) {
     if constexpr (serializable<value_type>) {
       if (state_ && !state_->path.empty()) {
         writer_ = std::make_unique<TFRecordWriter>(state_->path);
@@ -107,25 +123,27 @@ class CacheIterator {
       }
     }
     if (reader_) return read_file();
-    std::optional<value_type> x = pull_input();
-    if (x) ++passed_;
-    return x;
+    return pull_step();
   }
 
   /// Checkpoint: how the pass reads (the input, the memory cache or the
-  /// cache file) and how many elements it delivered; then the input's state
-  /// when it reads the input, or the cache file's offset. Restore continues
-  /// in whatever way this iterator reads, even another than the saved one's
-  /// (another process has no memory cache; a cache file may have been
-  /// completed meanwhile): from the input, it restores the input's state
-  /// (this pass then fills no cache: it lacks the elements before the save)
-  /// or re-reads the input up to the position (filling the cache); from a
-  /// cache, it moves to the position.
+  /// cache file), how many elements it delivered and the context epoch in
+  /// which the cache's elements were (or are being) made; then the input's
+  /// state when it reads the input, or the cache file's offset. Restore
+  /// continues in whatever way this iterator reads, even another than the
+  /// saved one's (another process has no memory cache; a cache file may have
+  /// been completed meanwhile): a pass that fills the cache re-reads the
+  /// input up to the position, in the saved epoch (so the cache gets every
+  /// element, made as the saved run made them, and the passes after it read
+  /// what they would have read; restoring the input's state instead would
+  /// leave the cache to a later pass, whose epoch, reshuffle and random_map
+  /// generators differ); one that reads the input without filling restores
+  /// the input's state; one that reads a cache moves to the position.
   void save(StateWriter& w) const {
-    w.write(static_cast<std::uint8_t>(mode_), position(), ended_);
+    w.write(static_cast<std::uint8_t>(mode_), position(), ended_, epoch_);
     if (mode_ == Mode::input) {
       w.write(failed_);
-      input_->save(w);
+      input().save(w);
     } else if (mode_ == Mode::file) {
       w.write(reader_ ? reader_->offset() : std::uint64_t{0});  // none once ended
     }
@@ -133,20 +151,20 @@ class CacheIterator {
   void restore(StateReader& r) {
     const std::uint64_t at = r.offset();
     std::uint8_t saved = 0;
-    std::uint64_t k = 0;
+    std::uint64_t k = 0, epoch = 0;
     bool ended = false;
-    r.read(saved, k, ended);
+    r.read(saved, k, ended, epoch);
     if (saved > static_cast<std::uint8_t>(Mode::file)) {
       throw DataLossError("checkpoint: cache mode " + std::to_string(saved) + " is unknown",
                           {.stage = "cache", .offset = at});
     }
     const Mode mode = mode_;
-    if (saved == static_cast<std::uint8_t>(Mode::input) && mode == Mode::input) {
+    if (mode == Mode::input && !input_) epoch_ = epoch;  // read the input as the saved run did
+    if (saved == static_cast<std::uint8_t>(Mode::input) && mode == Mode::input && !filling()) {
       r.read(failed_);
-      input_->restore(r);
+      input().restore(r);
       passed_ = k;
       ended_ = ended;
-      give_up_filling();  // its cache would lack the elements before the save
       return;
     }
     if (saved == static_cast<std::uint8_t>(Mode::input)) {
@@ -172,11 +190,27 @@ class CacheIterator {
     return passed_;
   }
 
+  // One step of the pass from the input: an element, the end, or an
+  // element's error (rethrown); elements and errors count in passed_.
+  std::optional<value_type> pull_step() {
+    std::optional<value_type> x;
+    try {
+      x = pull_input();
+    } catch (const detail::Cancelled&) {
+      throw;
+    } catch (...) {
+      ++passed_;  // a failed element is consumed: a step of the pass too
+      throw;
+    }
+    if (x) ++passed_;
+    return x;
+  }
+
   // The next input element, added to the cache being filled.
   std::optional<value_type> pull_input() {
     std::optional<value_type> x;
     try {
-      x = input_->next();
+      x = input().next();
     } catch (...) {
       failed_ = true;  // this pass cannot complete the cache
       throw;
@@ -203,17 +237,6 @@ class CacheIterator {
     return x;
   }
 
-  // This pass no longer fills the cache (nothing is published from it).
-  void give_up_filling() {
-    if (!state_ || done_) return;
-    if (state_->path.empty()) {
-      std::lock_guard lock(state_->mu);
-      state_->filling = false;
-    }
-    writer_.reset();  // removes its temporary file
-    done_ = true;
-  }
-
   // Moves a fresh pass to its k-th element: in the memory cache, by reading
   // the cache file, or by re-reading the input (which fills the cache).
   void move_to(std::uint64_t k) {
@@ -232,9 +255,18 @@ class CacheIterator {
       while (read_ < k) read_file();
       return;
     }
+    // Errors before the position were delivered before the save (each is a
+    // step of the pass); they fail the cache's fill again here.
     while (passed_ < k) {
-      if (!pull_input()) short_by(passed_);
-      ++passed_;
+      bool end = false;
+      try {
+        end = !pull_step();
+      } catch (const detail::Cancelled&) {
+        throw;
+      } catch (...) {
+        continue;
+      }
+      if (end) short_by(passed_);
     }
   }
 
@@ -262,6 +294,14 @@ class CacheIterator {
   }
 
   bool filling_memory() const noexcept { return state_ && state_->path.empty() && !done_; }
+  bool filling() const noexcept { return state_ && !done_; }
+
+  // The input's iterator, made when first needed (after a restore has set
+  // the epoch to read it in).
+  InputIt& input() const {
+    if (!input_) input_.emplace(make_input_(epoch_));
+    return *input_;
+  }
 
   std::optional<value_type> read_file() {
     std::optional<std::string_view> record;
@@ -317,15 +357,19 @@ class CacheIterator {
       state_->elements = std::make_shared<const std::vector<value_type>>(std::move(filled_));
       state_->filling = false;
     }
+    std::lock_guard lock(state_->mu);
+    state_->fill_epoch = epoch_;
   }
 
-  std::optional<InputIt> input_;
+  MakeInput make_input_;
+  std::uint64_t epoch_ = 0;  // the context epoch the input is (or the cache was) read in
+  mutable std::optional<InputIt> input_;
   std::shared_ptr<State> state_;
   std::unique_ptr<TFRecordWriter> writer_;  // a unique_ptr: the writer does not move
   ByteWriter bytes_;
   std::vector<value_type> filled_;
   std::uint64_t count_ = 0;
-  std::uint64_t passed_ = 0;  // elements this pass took from the input
+  std::uint64_t passed_ = 0;  // elements (and errors) this pass took from the input
   std::int64_t cardinality_ = unknown_cardinality;
   bool failed_ = false;
   bool done_ = false;   // the cache was published (or given up)
@@ -354,27 +398,38 @@ class CacheDataset
   }
 
   Iterator make_iterator(const IteratorContext& ctx) const {
+    // The input's iterator is made when the pass first reads it: a restore
+    // may ask for another epoch first.
+    typename Iterator::MakeInput make_input = [input = this->input(), ctx](std::uint64_t epoch) {
+      IteratorContext c = ctx;
+      c.epoch = epoch;
+      return detail::child_iterator(input, c);
+    };
     if (state_->path.empty()) {
       std::unique_lock lock(state_->mu);
-      if (state_->elements) return Iterator(state_->elements);
+      if (state_->elements)
+        return Iterator(state_->elements, state_->fill_epoch.value_or(ctx.epoch));
       if (state_->filling) {
         // Another pass fills it.
-        return Iterator(this->input_iterator(ctx), nullptr, unknown_cardinality);
+        return Iterator(std::move(make_input), ctx.epoch, nullptr, unknown_cardinality);
       }
       state_->filling = true;
       lock.unlock();
-      return Iterator(this->input_iterator(ctx), state_, cardinality());
+      return Iterator(std::move(make_input), ctx.epoch, state_, cardinality());
     }
     // Temporaries that killed processes left while filling a cache here
     // would otherwise stay forever (a live filler's is kept: it is locked).
     detail::remove_orphaned_temporaries(detail::parent_directory(state_->path));
     const detail::CacheFileCheck check =
         detail::check_cache_file(state_->path, serializer<T>::signature());
-    if (check.count) return Iterator(state_->path, *check.count);
+    if (check.count) {
+      std::unique_lock lock(state_->mu);
+      return Iterator(state_->path, *check.count, state_->fill_epoch.value_or(ctx.epoch));
+    }
     if (detail::file_exists(state_->path, "cache")) {
       log_line("cache: rebuilding '" + state_->path + "' because " + check.problem);
     }
-    return Iterator(this->input_iterator(ctx), state_, cardinality());
+    return Iterator(std::move(make_input), ctx.epoch, state_, cardinality());
   }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }
