@@ -461,3 +461,17 @@ TEST_CASE(
         "rejection_resample: the sampler rejects 50% of the elements it reads (class "
         "distribution [0.5, 0.5], acceptance probabilities [1, 0]); logged once");
 }
+
+TEST_CASE("rejection_resample over an AnyDataset is copied and chained",
+          "[stages][rejection_resample]") {
+  // Copying the stage made clang check whether its base converts to the
+  // AnyDataset input, which did not compile while the base was UnaryStage.
+  const AnyDataset<std::int64_t> input = range(200);
+  const auto resampled = input.rejection_resample([](const std::int64_t& x) { return x % 2; },
+                                                  {0.5, 0.5}, {.seed = 3});
+  const auto copy = resampled;  // NOLINT(performance-unnecessary-copy-initialization)
+  const auto values = collect(copy.map([](Pair p) { return p.second * 2 + p.first; }));
+  REQUIRE(!values.empty());
+  for (const std::int64_t v : values) CHECK(v / 2 % 2 == v % 2);  // the class is the element's
+  CHECK(values == collect(resampled.map([](Pair p) { return p.second * 2 + p.first; })));
+}

@@ -411,8 +411,8 @@ class RejectionResampleIterator {
 
 template <class Input, class F>
 class RejectionResampleDataset
-    : public detail::UnaryStage<RejectionResampleDataset<Input, F>, Input,
-                                std::pair<std::int64_t, typename Input::element_type>> {
+    : public detail::UnaryStageBase<RejectionResampleDataset<Input, F>, Input,
+                                    std::pair<std::int64_t, typename Input::element_type>> {
  public:
   static constexpr std::string_view stage_name = "rejection_resample";
 
@@ -421,11 +421,15 @@ class RejectionResampleDataset
   /// differ, and for a class with initial weight 0 and target weight > 0.
   RejectionResampleDataset(Input input, F class_func, std::vector<double> target_dist,
                            RejectionResampleOptions options)
-      : RejectionResampleDataset::UnaryStage(std::move(input)),
+      : RejectionResampleDataset::UnaryStageBase(std::move(input)),
         f_(std::move(class_func)),
         params_(make_params(std::move(target_dist), std::move(options))) {}
 
-  /// Hides UnaryStage's: two passes over the input ("original" and "filtered").
+  /// Two passes over the input ("original" and "filtered"). The stage derives
+  /// from UnaryStageBase, not UnaryStage: UnaryStage's make_iterator would
+  /// call a make_stage_iterator this stage lacks, and clang instantiates it
+  /// when it checks whether the base converts to an AnyDataset input (on
+  /// every copy of a stage over an AnyDataset).
   auto make_iterator(const IteratorContext& ctx) const {
     using It = detail::child_iterator_t<Input>;
     std::optional<It> original;
