@@ -102,19 +102,19 @@ TEST_CASE("truncated or lying input raises DataLossError without huge allocation
   CHECK_THROWS_AS(serializer<Tensor>::read(r4), DataLossError);
 }
 
-namespace user {
+namespace app {
 struct Point {
   float x, y;
 };
-}  // namespace user
+}  // namespace app
 
 template <>
-struct ingest::serializer<user::Point> {
-  static void write(ByteWriter& w, const user::Point& p) {
+struct ingest::serializer<app::Point> {
+  static void write(ByteWriter& w, const app::Point& p) {
     w.put(p.x);
     w.put(p.y);
   }
-  static user::Point read(ByteReader& r) {
+  static app::Point read(ByteReader& r) {
     const float x = r.get<float>();
     return {x, r.get<float>()};
   }
@@ -122,11 +122,11 @@ struct ingest::serializer<user::Point> {
 };
 
 TEST_CASE("users specialise serializer for their own types", "[core][serializer]") {
-  STATIC_REQUIRE(serializable<std::vector<user::Point>>);
-  auto back = round_trip(std::vector<user::Point>{{1, 2}, {3, 4}});
+  STATIC_REQUIRE(serializable<std::vector<app::Point>>);
+  auto back = round_trip(std::vector<app::Point>{{1, 2}, {3, 4}});
   REQUIRE(back.size() == 2);
   CHECK(back[1].y == 4);
-  CHECK(serializer<std::vector<user::Point>>::signature() == "vector<point/1>");
+  CHECK(serializer<std::vector<app::Point>>::signature() == "vector<point/1>");
 }
 
 namespace {

@@ -30,7 +30,7 @@ const Sampling samplings[] = {
 };
 
 // The pixels tj_encode compresses for the same arguments.
-Tensor photo(int width, int height, int channels, std::uint32_t seed = 1) {
+Tensor noise_photo(int width, int height, int channels, std::uint32_t seed = 1) {
   const auto px = photo_pixels(width, height, channels, seed);
   return image_tensor(std::string(px.begin(), px.end()), height, width, channels);
 }
@@ -42,7 +42,7 @@ TEST_CASE("encode_jpeg writes tjCompress2's bytes for every subsampling, quality
   const int sizes[][2] = {{1, 1}, {17, 33}, {33, 17}, {256, 256}};  // width, height
   for (const Sampling& s : samplings) {
     for (const auto& size : sizes) {
-      const Tensor image = photo(size[0], size[1], s.channels);
+      const Tensor image = noise_photo(size[0], size[1], s.channels);
       // 95 and 96 straddle tjCompress2's switch from the fast to the accurate DCT.
       for (int quality : {1, 50, 75, 90, 95, 96, 100}) {
         INFO("subsampling " << s.tj << ", " << size[0] << " x " << size[1] << ", quality "
@@ -56,10 +56,10 @@ TEST_CASE("encode_jpeg writes tjCompress2's bytes for every subsampling, quality
 
 TEST_CASE("encode_jpeg: defaults are quality 90, 4:2:0, and gray ignores the subsampling",
           "[image][encode]") {
-  const Tensor rgb = photo(40, 24, 3, 7);
+  const Tensor rgb = noise_photo(40, 24, 3, 7);
   CHECK(encode_jpeg(rgb) ==
         encode_jpeg(rgb, {.quality = 90, .subsampling = ChromaSubsampling::s420}));
-  const Tensor gray = photo(40, 24, 1, 7);
+  const Tensor gray = noise_photo(40, 24, 1, 7);
   const std::string g = encode_jpeg(gray);
   CHECK(encode_jpeg(gray, {.subsampling = ChromaSubsampling::s444}) == g);
   CHECK(encode_jpeg(gray, {.subsampling = ChromaSubsampling::s422}) == g);
@@ -90,7 +90,7 @@ TEST_CASE("encode_jpeg round-trips through decode_jpeg close to the original", "
       {samplings[3], 75, 46, 9.8},   // 4:2:0 q75: 42, 9.29
   };
   for (const Case& c : cases) {
-    const Tensor image = photo(97, 61, c.s.channels, 3);
+    const Tensor image = noise_photo(97, 61, c.s.channels, 3);
     const std::string jpeg = encode_jpeg(image, {.quality = c.quality, .subsampling = c.s.ours});
     const Tensor back = decode_jpeg(jpeg);
     REQUIRE(back.shape() == image.shape());
@@ -125,7 +125,7 @@ TEST_CASE("encode_jpeg is thread-safe: concurrent calls give the sequential byte
   std::vector<Tensor> images;
   std::vector<std::string> expected;
   for (std::uint32_t i = 0; i < 4; ++i) {
-    images.push_back(photo(64 + static_cast<int>(i), 48, 3, i));
+    images.push_back(noise_photo(64 + static_cast<int>(i), 48, 3, i));
     expected.push_back(encode_jpeg(images.back()));
   }
   std::vector<std::string> got(images.size());
@@ -140,7 +140,7 @@ TEST_CASE("encode_jpeg is thread-safe: concurrent calls give the sequential byte
 }
 
 TEST_CASE("encode_jpeg rejects what it cannot encode with InvalidArgument", "[image][encode]") {
-  const Tensor rgb = photo(8, 8, 3);
+  const Tensor rgb = noise_photo(8, 8, 3);
   CHECK_THROWS_WITH(encode_jpeg(Tensor(DType::float32, Shape{8, 8, 3})),
                     Catch::Contains("encode_jpeg: expected a host uint8 image"));
   CHECK_THROWS_WITH(encode_jpeg(Tensor(DType::uint8, Shape{8, 8})),

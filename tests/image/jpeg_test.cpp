@@ -35,7 +35,7 @@ std::size_t sof_offset(const std::string& jpeg) {
   throw std::runtime_error("no SOF marker");
 }
 
-std::string with_size(std::string jpeg, unsigned height, unsigned width) {
+std::string jpeg_with_size(std::string jpeg, unsigned height, unsigned width) {
   const std::size_t at = sof_offset(jpeg) + 5;  // marker 2, length 2, precision 1
   jpeg[at] = static_cast<char>(height >> 8);
   jpeg[at + 1] = static_cast<char>(height & 0xFF);
@@ -240,14 +240,15 @@ TEST_CASE("an image above max_pixels is refused before anything is decoded or al
   // A header announcing 60,000 x 60,000 (3.6 G pixels, 10.8 GB decoded) over
   // 28 KB of data: InvalidArgument, not an allocation of 10.8 GB or a
   // decode of garbage (which would raise DataLossError).
-  const std::string bomb = with_size(bytes, 60000, 60000);
+  const std::string bomb = jpeg_with_size(bytes, 60000, 60000);
   const auto e = decode_error<InvalidArgument>(bomb);
   CHECK_THAT(e.what(), Catch::Contains("60000 x 60000") && Catch::Contains("max_pixels"));
   CHECK_THROWS_AS(decode_and_crop_jpeg(bomb, {0, 0, 8, 8}), InvalidArgument);
-  CHECK_THROWS_AS(decode_jpeg(with_size(bytes, 60000, 60000), {.scale_denom = 8}), InvalidArgument);
+  CHECK_THROWS_AS(decode_jpeg(jpeg_with_size(bytes, 60000, 60000), {.scale_denom = 8}),
+                  InvalidArgument);
   // Progressive files would make libjpeg allocate whole-image coefficient buffers.
   const std::string progressive = image_fixture("jpeg/progressive420_99x75.jpg");
-  CHECK_THROWS_AS(decode_jpeg(with_size(progressive, 60000, 60000)), InvalidArgument);
+  CHECK_THROWS_AS(decode_jpeg(jpeg_with_size(progressive, 60000, 60000)), InvalidArgument);
 }
 
 TEST_CASE("truncated JPEGs raise DataLossError at every length, or decode with counted warnings",

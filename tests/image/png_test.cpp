@@ -17,7 +17,7 @@ using namespace ingest::image;
 namespace {
 
 // `png` with its IHDR's width and height replaced (and the chunk's CRC fixed).
-std::string with_size(std::string png, std::uint32_t height, std::uint32_t width) {
+std::string png_with_size(std::string png, std::uint32_t height, std::uint32_t width) {
   auto put = [&png](std::size_t at, std::uint32_t v) {
     for (int i = 0; i < 4; ++i) png[at + i] = static_cast<char>(v >> (24 - 8 * i));
   };
@@ -76,14 +76,14 @@ TEST_CASE("decode_png rejects bad options, oversized and damaged files", "[image
   CHECK_THROWS_AS(decode_png(bytes, {.max_pixels = 17 * 23 - 1}), InvalidArgument);
   // A 60,000 x 60,000 header over 1 KB of data: refused before allocating.
   try {
-    decode_png(with_size(bytes, 60000, 60000), {.file = "bomb.png"});
+    decode_png(png_with_size(bytes, 60000, 60000), {.file = "bomb.png"});
     FAIL("no error");
   } catch (const InvalidArgument& e) {
     CHECK_THAT(e.what(), Catch::Contains("60000 x 60000") && Catch::Contains("max_pixels"));
     CHECK(e.context().file == "bomb.png");
   }
   // A header claiming more rows than the data holds: DataLossError.
-  CHECK_THROWS_AS(decode_png(with_size(bytes, 100, 23)), DataLossError);
+  CHECK_THROWS_AS(decode_png(png_with_size(bytes, 100, 23)), DataLossError);
 
   CHECK_THROWS_AS(decode_png(std::string()), DataLossError);
   CHECK_THROWS_AS(decode_png(std::string("\x89PNG\r\n\x1a\n", 8)), DataLossError);

@@ -21,18 +21,18 @@ using namespace ingest::detail;
 
 namespace {
 
-struct Work {
+struct ChunkWork {
   std::vector<std::int64_t> in, out;
 };
 
 // Squares a chunk's inputs. The input `slow` takes 20 ms, or with
 // `until_cancelled` lasts until the engine is being destroyed; `computed`
 // counts the squares made.
-struct Square {
+struct SquareChunk {
   std::int64_t slow = -1;
   bool until_cancelled = false;
   std::atomic<int>* computed = nullptr;
-  std::size_t operator()(Work& w, const std::atomic<bool>& cancelled) const {
+  std::size_t operator()(ChunkWork& w, const std::atomic<bool>& cancelled) const {
     w.out.clear();
     for (std::int64_t x : w.in) {
       if (cancelled.load()) break;
@@ -48,7 +48,7 @@ struct Square {
   }
 };
 
-using Engine = ParallelApply<Work, Square>;
+using Engine = ParallelApply<ChunkWork, SquareChunk>;
 
 // Loads `values` into a free slot and submits it.
 std::size_t submit(Engine& e, std::vector<std::int64_t> values) {
@@ -64,7 +64,7 @@ std::size_t submit(Engine& e, std::vector<std::int64_t> values) {
 TEST_CASE("parallel_apply: units come back in launch order when deterministic",
           "[runtime][parallel_apply][concurrency]") {
   auto runtime = std::make_shared<Runtime>(2);
-  Engine e(8, 64, Square{.slow = 1}, 2, true, runtime, nullptr);
+  Engine e(8, 64, SquareChunk{.slow = 1}, 2, true, runtime, nullptr);
   std::vector<std::size_t> inflight;
   for (std::int64_t k = 0; k < 4; ++k) inflight.push_back(submit(e, {k, k + 10}));
   std::vector<std::int64_t> seen;
@@ -82,7 +82,7 @@ TEST_CASE("parallel_apply: units come back in launch order when deterministic",
 TEST_CASE("parallel_apply: units come back as they finish when not deterministic",
           "[runtime][parallel_apply][concurrency]") {
   auto runtime = std::make_shared<Runtime>(2);
-  Engine e(8, 64, Square{.slow = 0}, 2, false, runtime, nullptr);
+  Engine e(8, 64, SquareChunk{.slow = 0}, 2, false, runtime, nullptr);
   std::vector<std::size_t> inflight{submit(e, {0}), submit(e, {2})};
   const std::size_t k =
       e.take_ready(inflight.size(), [&](std::size_t i) { return std::span(&inflight[i], 1); });
@@ -99,7 +99,7 @@ TEST_CASE("parallel_apply: a unit of several chunks is ready when all are",
           "[runtime][parallel_apply][concurrency]") {
   // One pool thread and parallelism 1: the consumer runs chunks itself.
   auto runtime = std::make_shared<Runtime>(1);
-  Engine e(8, 64, Square{}, 1, true, runtime, nullptr);
+  Engine e(8, 64, SquareChunk{}, 1, true, runtime, nullptr);
   std::vector<std::size_t> batch{submit(e, {1, 2}), submit(e, {3}), submit(e, {4, 5, 6})};
   const std::size_t k =
       e.take_ready(1, [&](std::size_t) { return std::span<const std::size_t>(batch); });
@@ -124,7 +124,7 @@ TEST_CASE("parallel_apply: the knob is set up once and re-read by replan",
   CHECK(configure_parallelism(ctx, autotune) == 2);  // the runtime's threads to start
   CHECK(node->parallelism.tunable());
   CHECK(node->parallelism.max() == 3);  // threads + 1
-  Engine e(8, 64, Square{}, 2, true, runtime, node);
+  Engine e(8, 64, SquareChunk{}, 2, true, runtime, node);
   node->parallelism.value = 3;
   e.replan();
   CHECK(e.parallelism() == 3);
@@ -144,8 +144,8 @@ TEST_CASE("parallel_apply: destroyed with chunks pending and running",
   for (int round = 0; round < 20; ++round) {
     std::atomic<int> computed{0};
     {
-      Engine e(16, 64, Square{.slow = 7, .until_cancelled = true, .computed = &computed}, 1, true,
-               runtime, nullptr);
+      Engine e(16, 64, SquareChunk{.slow = 7, .until_cancelled = true, .computed = &computed}, 1,
+               true, runtime, nullptr);
       for (std::int64_t k = 0; k < 10; ++k) submit(e, {k});
     }  // waits for the running chunk
     CHECK(computed.load() <= 8);

@@ -13,7 +13,10 @@
 #include <ingest/ingest.hpp>
 #include <ingest/runtime/unary_stage.hpp>
 
+#include "support/testing.hpp"
+
 using namespace ingest;
+using ingest::testing::collect;
 
 namespace {
 
@@ -47,13 +50,6 @@ class EveryOtherDataset
                                    [](std::int64_t n) { return (n + 1) / 2; });
   }
 };
-
-template <class D>
-std::vector<std::int64_t> collect(const D& ds) {
-  std::vector<std::int64_t> out;
-  for (auto&& x : ds) out.push_back(x);
-  return out;
-}
 
 }  // namespace
 

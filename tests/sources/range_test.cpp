@@ -10,18 +10,18 @@
 
 using namespace ingest;
 using namespace ingest::testing;
-using V = std::vector<std::int64_t>;
+using Ints = std::vector<std::int64_t>;
 
 TEST_CASE("range follows Python/tf.data semantics", "[sources][range]") {
-  CHECK(collect(range(5)) == V{0, 1, 2, 3, 4});
-  CHECK(collect(range(2, 5)) == V{2, 3, 4});
-  CHECK(collect(range(1, 10, 3)) == V{1, 4, 7});
-  CHECK(collect(range(5, 0, -2)) == V{5, 3, 1});
+  CHECK(collect(range(5)) == Ints{0, 1, 2, 3, 4});
+  CHECK(collect(range(2, 5)) == Ints{2, 3, 4});
+  CHECK(collect(range(1, 10, 3)) == Ints{1, 4, 7});
+  CHECK(collect(range(5, 0, -2)) == Ints{5, 3, 1});
   CHECK(collect(range(0)).empty());
   CHECK(collect(range(-3)).empty());
   CHECK(collect(range(3, 3)).empty());
   CHECK(collect(range(0, 5, -1)).empty());
-  CHECK(collect(range(7, 8)) == V{7});
+  CHECK(collect(range(7, 8)) == Ints{7});
   CHECK_THROWS_AS(range(0, 5, 0), InvalidArgument);
 }
 
@@ -56,9 +56,9 @@ TEST_CASE("range's fused fill_map consumes a failed element and resumes after it
 TEST_CASE("range at the limits of int64 does not overflow", "[sources][range]") {
   constexpr auto max = std::numeric_limits<std::int64_t>::max();
   constexpr auto min = std::numeric_limits<std::int64_t>::min();
-  CHECK(collect(range(max - 2, max)) == V{max - 2, max - 1});
-  CHECK(collect(range(max - 1, max, 10)) == V{max - 1});
-  CHECK(collect(range(min + 1, min, -5)) == V{min + 1});
+  CHECK(collect(range(max - 2, max)) == Ints{max - 2, max - 1});
+  CHECK(collect(range(max - 1, max, 10)) == Ints{max - 1});
+  CHECK(collect(range(min + 1, min, -5)) == Ints{min + 1});
   auto it = range(min, max, max).iterator();
   CHECK(it.next() == min);
   CHECK(it.next() == -1);

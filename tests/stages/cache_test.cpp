@@ -26,22 +26,22 @@ auto counted(std::int64_t n, std::shared_ptr<std::atomic<int>> pulls) {
     return x * 10;
   });
 }
-V expected(std::int64_t n) {
+V times_ten(std::int64_t n) {
   V v;
   for (std::int64_t x = 0; x < n; ++x) v.push_back(x * 10);
   return v;
 }
 
 // A fresh directory per test case, removed afterwards.
-struct TempDir {
+struct CacheDir {
   fs::path path;
-  TempDir() {
+  CacheDir() {
     path = fs::temp_directory_path() /
            ("ingest_cache_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() { fs::remove_all(path); }
+  ~CacheDir() { fs::remove_all(path); }
   std::string file(const std::string& name) const { return (path / name).string(); }
   std::size_t entries() const {
     std::size_t n = 0;
@@ -66,11 +66,11 @@ struct LogCapture {
 TEST_CASE("a memory cache serves the passes after the first", "[stages][cache]") {
   auto pulls = std::make_shared<std::atomic<int>>(0);
   auto ds = counted(100, pulls).cache();
-  CHECK(collect(ds) == expected(100));
+  CHECK(collect(ds) == times_ten(100));
   CHECK(pulls->load() == 100);
-  CHECK(collect(ds) == expected(100));
+  CHECK(collect(ds) == times_ten(100));
   auto copy = ds;  // copies share the cache
-  CHECK(collect(copy) == expected(100));
+  CHECK(collect(copy) == times_ten(100));
   CHECK(pulls->load() == 100);
   CHECK(collect(ds.repeat(3)).size() == 300);
   CHECK(pulls->load() == 100);
@@ -81,9 +81,9 @@ TEST_CASE("a memory cache is kept only after a complete, error-free pass", "[sta
   auto pulls = std::make_shared<std::atomic<int>>(0);
   auto ds = counted(50, pulls).cache();
   CHECK(collect(ds.take(10)).size() == 10);  // stopped early: nothing cached
-  CHECK(collect(ds) == expected(50));
+  CHECK(collect(ds) == times_ten(50));
   CHECK(pulls->load() == 60);
-  CHECK(collect(ds) == expected(50));
+  CHECK(collect(ds) == times_ten(50));
   CHECK(pulls->load() == 60);
 
   LogCapture log;
@@ -108,24 +108,24 @@ TEST_CASE("a pass that starts while another fills the cache reads the input", "[
   auto b = ds.iterator();  // a is still filling
   std::vector<std::int64_t> from_b;
   while (auto x = b.next()) from_b.push_back(*x);
-  CHECK(from_b == expected(10));
+  CHECK(from_b == times_ten(10));
   while (a.next()) {
   }
   const int after = pulls->load();
-  CHECK(collect(ds) == expected(10));  // a completed the cache
+  CHECK(collect(ds) == times_ten(10));  // a completed the cache
   CHECK(pulls->load() == after);
 }
 
 TEST_CASE("a file cache is reused by later passes, datasets and runs", "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("squares.cache");
   auto pulls = std::make_shared<std::atomic<int>>(0);
-  CHECK(collect(counted(200, pulls).cache(path)) == expected(200));
+  CHECK(collect(counted(200, pulls).cache(path)) == times_ten(200));
   CHECK(pulls->load() == 200);
   CHECK(fs::exists(path));
   CHECK(dir.entries() == 1);  // no temporary file left
   // A new dataset (as in a later run) reads the file.
-  CHECK(collect(counted(200, pulls).cache(path)) == expected(200));
+  CHECK(collect(counted(200, pulls).cache(path)) == times_ten(200));
   CHECK(pulls->load() == 200);
   // Tensors, strings, tuples.
   auto tuples = range(20).map([](std::int64_t x) {
@@ -142,7 +142,7 @@ TEST_CASE("a file cache is reused by later passes, datasets and runs", "[stages]
 }
 
 TEST_CASE("a file cache from another process is used", "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("shared.cache");
   const pid_t child = ::fork();
   if (child == 0) {
@@ -158,12 +158,12 @@ TEST_CASE("a file cache from another process is used", "[stages][cache]") {
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   auto pulls = std::make_shared<std::atomic<int>>(0);
-  CHECK(collect(counted(300, pulls).cache(path)) == expected(300));
+  CHECK(collect(counted(300, pulls).cache(path)) == times_ten(300));
   CHECK(pulls->load() == 0);
 }
 
 TEST_CASE("a pass stopped halfway or failing leaves no file behind", "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("partial.cache");
   auto pulls = std::make_shared<std::atomic<int>>(0);
   {
@@ -183,7 +183,7 @@ TEST_CASE("a pass stopped halfway or failing leaves no file behind", "[stages][c
 }
 
 TEST_CASE("a truncated or foreign cache file is rebuilt, never read", "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("data.cache");
   auto pulls = std::make_shared<std::atomic<int>>(0);
   collect(counted(100, pulls).cache(path));
@@ -192,7 +192,7 @@ TEST_CASE("a truncated or foreign cache file is rebuilt, never read", "[stages][
   for (auto cut : {size - 1, size / 2, std::uintmax_t{10}, std::uintmax_t{0}}) {
     fs::resize_file(path, cut);
     const int before = pulls->load();
-    CHECK(collect(counted(100, pulls).cache(path)) == expected(100));
+    CHECK(collect(counted(100, pulls).cache(path)) == times_ten(100));
     CHECK(pulls->load() == before + 100);  // recomputed
     CHECK(fs::file_size(path) == size);    // and rewritten
   }
@@ -204,11 +204,11 @@ TEST_CASE("a truncated or foreign cache file is rebuilt, never read", "[stages][
   CHECK(log.lines.back().find("another element type") != std::string::npos);
   // Garbage.
   std::ofstream(path, std::ios::trunc) << "this is not a cache file at all, just text";
-  CHECK(collect(counted(100, pulls).cache(path)) == expected(100));
+  CHECK(collect(counted(100, pulls).cache(path)) == times_ten(100));
 }
 
 TEST_CASE("damage inside a cache file raises DataLossError naming the file", "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("damaged.cache");
   auto pulls = std::make_shared<std::atomic<int>>(0);
   collect(counted(100, pulls).cache(path));
@@ -229,7 +229,7 @@ TEST_CASE("damage inside a cache file raises DataLossError naming the file", "[s
 
 TEST_CASE("concurrent writers each write a complete file and the last rename wins",
           "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("race.cache");
   auto pulls = std::make_shared<std::atomic<int>>(0);
   auto ds = counted(50, pulls).cache(path);
@@ -247,12 +247,12 @@ TEST_CASE("concurrent writers each write a complete file and the last rename win
   CHECK(nb == 50);
   CHECK(dir.entries() == 1);
   const int after = pulls->load();
-  CHECK(collect(ds) == expected(50));
+  CHECK(collect(ds) == times_ten(50));
   CHECK(pulls->load() == after);
 }
 
 TEST_CASE("after the end, every cache pass returns the end forever", "[stages][cache]") {
-  TempDir dir;
+  CacheDir dir;
   auto pulls = std::make_shared<std::atomic<int>>(0);
   for (auto path : {std::string(), dir.file("c.cache")}) {
     auto ds =
@@ -261,7 +261,7 @@ TEST_CASE("after the end, every cache pass returns the end forever", "[stages][c
       auto it = ds.iterator();
       V got;
       while (auto x = it.next()) got.push_back(*x);
-      CHECK(got == expected(3));
+      CHECK(got == times_ten(3));
       for (int i = 0; i < 4; ++i) CHECK_FALSE(it.next());
     }
   }
@@ -271,7 +271,7 @@ TEST_CASE("a cache of known cardinality completes when every element was read (t
           "[stages][cache]") {
   // testCacheKnownCardinality: a reshuffled range read to its last element,
   // without asking for the end, is cached; the next pass replays its order.
-  TempDir dir;
+  CacheDir dir;
   for (auto path : {std::string(), dir.file("k.cache")}) {
     auto shuffled = range(10).shuffle(10, {.seed = 7, .reshuffle_each_iteration = true});
     auto ds = path.empty() ? shuffled.cache().erase() : shuffled.cache(path).erase();
@@ -304,7 +304,7 @@ TEST_CASE("a cache of known cardinality completes when every element was read (t
 TEST_CASE("a file cache removes the temporary of a process killed while filling it",
           "[stages][cache][orphans]") {
   // issue 10 item 8: a SIGKILLed filler's temporary stayed beside the cache forever.
-  TempDir dir;
+  CacheDir dir;
   const std::string path = dir.file("data.cache");
   {
     // The child fills half the cache (sequential pipeline, no threads) and is killed.

@@ -29,9 +29,9 @@ constexpr const char* kEmptySha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 // Sets (or unsets, with nullopt) an environment variable for one scope.
-class ScopedEnv {
+class ScopedEnvVar {
  public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+  ScopedEnvVar(const char* name, std::optional<std::string> value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
     if (value) {
       ::setenv(name, value->c_str(), 1);
@@ -39,9 +39,9 @@ class ScopedEnv {
       ::unsetenv(name);
     }
   }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
+  ScopedEnvVar(const ScopedEnvVar&) = delete;
+  ScopedEnvVar& operator=(const ScopedEnvVar&) = delete;
+  ~ScopedEnvVar() {
     if (old_) {
       ::setenv(name_, old_->c_str(), 1);
     } else {
@@ -56,15 +56,15 @@ class ScopedEnv {
 
 // No AWS variables from the machine running the tests.
 struct CleanAwsEnv {
-  ScopedEnv a{"AWS_ACCESS_KEY_ID", std::nullopt};
-  ScopedEnv b{"AWS_SECRET_ACCESS_KEY", std::nullopt};
-  ScopedEnv c{"AWS_SESSION_TOKEN", std::nullopt};
-  ScopedEnv d{"AWS_PROFILE", std::nullopt};
-  ScopedEnv e{"AWS_SHARED_CREDENTIALS_FILE", std::nullopt};
-  ScopedEnv f{"AWS_REGION", std::nullopt};
-  ScopedEnv g{"AWS_DEFAULT_REGION", std::nullopt};
-  ScopedEnv h{"AWS_ENDPOINT_URL", std::nullopt};
-  ScopedEnv i{"AWS_ENDPOINT_URL_S3", std::nullopt};
+  ScopedEnvVar a{"AWS_ACCESS_KEY_ID", std::nullopt};
+  ScopedEnvVar b{"AWS_SECRET_ACCESS_KEY", std::nullopt};
+  ScopedEnvVar c{"AWS_SESSION_TOKEN", std::nullopt};
+  ScopedEnvVar d{"AWS_PROFILE", std::nullopt};
+  ScopedEnvVar e{"AWS_SHARED_CREDENTIALS_FILE", std::nullopt};
+  ScopedEnvVar f{"AWS_REGION", std::nullopt};
+  ScopedEnvVar g{"AWS_DEFAULT_REGION", std::nullopt};
+  ScopedEnvVar h{"AWS_ENDPOINT_URL", std::nullopt};
+  ScopedEnvVar i{"AWS_ENDPOINT_URL_S3", std::nullopt};
 };
 
 }  // namespace
@@ -175,10 +175,10 @@ TEST_CASE("S3 credentials come from the environment first", "[s3]") {
   CleanAwsEnv clean;
   CHECK(resolve_credentials().anonymous());
   {
-    ScopedEnv id("AWS_ACCESS_KEY_ID", "AKID");
+    ScopedEnvVar id("AWS_ACCESS_KEY_ID", "AKID");
     CHECK_THROWS_AS(resolve_credentials(), InvalidArgument);  // no secret
-    ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "SECRET");
-    ScopedEnv token("AWS_SESSION_TOKEN", "TOKEN");
+    ScopedEnvVar secret("AWS_SECRET_ACCESS_KEY", "SECRET");
+    ScopedEnvVar token("AWS_SESSION_TOKEN", "TOKEN");
     const auto c = resolve_credentials();
     CHECK(c.access_key_id == "AKID");
     CHECK(c.secret_access_key == "SECRET");
@@ -187,23 +187,23 @@ TEST_CASE("S3 credentials come from the environment first", "[s3]") {
   CHECK(resolve_region() == "us-east-1");
   CHECK(resolve_region("ap-south-1") == "ap-south-1");
   {
-    ScopedEnv r2("AWS_DEFAULT_REGION", "eu-west-2");
+    ScopedEnvVar r2("AWS_DEFAULT_REGION", "eu-west-2");
     CHECK(resolve_region() == "eu-west-2");
-    ScopedEnv r1("AWS_REGION", "eu-west-1");
+    ScopedEnvVar r1("AWS_REGION", "eu-west-1");
     CHECK(resolve_region() == "eu-west-1");
   }
   CHECK(resolve_endpoint("", "us-west-2") == "https://s3.us-west-2.amazonaws.com");
   CHECK(resolve_endpoint("http://127.0.0.1:9000/", "x") == "http://127.0.0.1:9000");
-  ScopedEnv e1("AWS_ENDPOINT_URL", "http://generic:1");
+  ScopedEnvVar e1("AWS_ENDPOINT_URL", "http://generic:1");
   CHECK(resolve_endpoint("", "x") == "http://generic:1");
-  ScopedEnv e2("AWS_ENDPOINT_URL_S3", "http://s3only:2");
+  ScopedEnvVar e2("AWS_ENDPOINT_URL_S3", "http://s3only:2");
   CHECK(resolve_endpoint("", "x") == "http://s3only:2");
 }
 
 TEST_CASE("S3 credentials come from the shared credentials file and profile", "[s3]") {
   CleanAwsEnv clean;
   TempDir home;
-  ScopedEnv home_env("HOME", home.path().string());
+  ScopedEnvVar home_env("HOME", home.path().string());
   CHECK(resolve_credentials().anonymous());  // no ~/.aws/credentials
   std::filesystem::create_directories(home.path() / ".aws");
   write_file(home / ".aws/credentials",
@@ -228,10 +228,10 @@ TEST_CASE("S3 credentials come from the shared credentials file and profile", "[
   CHECK(c.secret_access_key == "work+secret=");
   CHECK(c.session_token == "worktoken");
   {
-    ScopedEnv profile("AWS_PROFILE", "work");
+    ScopedEnvVar profile("AWS_PROFILE", "work");
     CHECK(resolve_credentials().access_key_id == "WORKKEY");
-    ScopedEnv id("AWS_ACCESS_KEY_ID", "ENVKEY");
-    ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "ENVSECRET");
+    ScopedEnvVar id("AWS_ACCESS_KEY_ID", "ENVKEY");
+    ScopedEnvVar secret("AWS_SECRET_ACCESS_KEY", "ENVSECRET");
     CHECK(resolve_credentials().access_key_id == "ENVKEY");  // the environment wins
   }
   CHECK_THROWS_AS(resolve_credentials("incomplete"), InvalidArgument);
@@ -245,7 +245,7 @@ TEST_CASE("S3 credentials come from the shared credentials file and profile", "[
 
   // AWS_SHARED_CREDENTIALS_FILE replaces ~/.aws/credentials.
   write_file(home / "other", "[default]\naws_access_key_id=OTHER\naws_secret_access_key=S\n");
-  ScopedEnv file("AWS_SHARED_CREDENTIALS_FILE", home / "other");
+  ScopedEnvVar file("AWS_SHARED_CREDENTIALS_FILE", home / "other");
   CHECK(resolve_credentials().access_key_id == "OTHER");
 
   write_file(home / "other", "aws_access_key_id=OUTSIDE\n");
