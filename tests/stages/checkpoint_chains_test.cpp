@@ -11,9 +11,8 @@
 // restored iterator again further on and restores that state too. Seeded:
 // trial t of a run is the same chain in every run. INGEST_CHAIN_TRIALS sets
 // the number of trials (default 48) and INGEST_CHAIN_FIRST the first, for
-// longer searches by hand: of trials 0 to 29,999, 1458, 3625, 5672, 6568,
-// 6682, 12712, 12796, 20994 and 24126 fail (2026-11-29), in the known
-// defects at the end of this file.
+// longer searches by hand: trials 0 to 29,999 pass (2026-11-29); the nine
+// that failed before the pass counters were stored are cases at the end.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -353,15 +352,15 @@ TEST_CASE("checkpoint: random chains of stages resume exactly at random points",
   }
 }
 
-// Known defects the random chains found (2026-11-29), not fixed yet: state
-// that belongs to a dataset rather than to an iterator is not in a state
-// when no iterator of that stage is. [!mayfail]: reported, not counted.
-TEST_CASE("checkpoint: known defect: a reshuffling shuffle under repeat, an async stage and repeat",
-          "[stages][checkpoint][concurrency][!mayfail]") {
+// Chains the random trials found failing (2026-11-29), fixed since: the
+// pass counters of reshuffling datasets (Fingerprint::counter), which belong
+// to a dataset, not to an iterator, and so were missing from states that
+// held no iterator of theirs.
+TEST_CASE("checkpoint: a reshuffling shuffle under repeat, an async stage and repeat",
+          "[stages][checkpoint][concurrency]") {
   // Restored in the outer repeat's second pass, the prefetch's anchor holds
-  // the inner repeat before its first epoch: no shuffle state, so the
-  // shuffle's pass counter (a dataset's) is whatever the restoring process
-  // counted, not the saved run's.
+  // the inner repeat before its first epoch: no shuffle state, only the
+  // counters the repeat stores.
   check_restore_everywhere([] {
     return range(54)
         .shuffle(6, {.seed = 190, .reshuffle_each_iteration = true})
@@ -371,12 +370,11 @@ TEST_CASE("checkpoint: known defect: a reshuffling shuffle under repeat, an asyn
   });
 }
 
-TEST_CASE("checkpoint: known defect: a cache over random_map, restored after its pass",
-          "[stages][checkpoint][!mayfail]") {
+TEST_CASE("checkpoint: a cache over random_map, restored after its pass",
+          "[stages][checkpoint][concurrency]") {
   // Saved after the cache's pass (concatenate reads its second input): the
-  // state holds no cache iterator, so a restoring process that must fill the
-  // cache again reads random_map in the next pass's epoch, not the filling
-  // pass's.
+  // state holds no cache iterator, only the epoch of the cache's fill among
+  // the repeat's counters, in which a restoring process fills it again.
   check_restore_everywhere([] {
     return range(20)
         .random_map([](std::int64_t x,
@@ -386,4 +384,60 @@ TEST_CASE("checkpoint: known defect: a cache over random_map, restored after its
         .concatenate(range(500, 505))
         .repeat(2);
   });
+}
+
+namespace {
+// rejection_resample reads its input twice: two iterators of one dataset.
+AnyDataset<std::int64_t> resampled(AnyDataset<std::int64_t> input) {
+  return input
+      .rejection_resample([](const std::int64_t& x) { return x % 2; }, {0.55, 0.45}, {.seed = 683})
+      .map([](std::pair<std::int64_t, std::int64_t> e) { return e.second; });
+}
+ShuffleOptions reshuffling(std::uint64_t seed) {
+  return {.seed = seed, .reshuffle_each_iteration = true};
+}
+}  // namespace
+
+TEST_CASE("checkpoint: two iterators of one reshuffling dataset, restored",
+          "[stages][checkpoint][concurrency]") {
+  SECTION("each under its own repeat") {
+    // Both repeats restore their shuffles, which set the counter to their
+    // own passes; the counters the repeats stored set it back.
+    check_restore_everywhere(
+        [] { return resampled(range(20).shuffle(6, reshuffling(394)).repeat(2)); });
+  }
+  SECTION("under one repeat") {
+    check_restore_everywhere(
+        [] { return resampled(range(20).shuffle(6, reshuffling(394))).repeat(2); });
+  }
+  SECTION("each under a repeat over an async stage") {
+    // The shuffles are below a parallel map's anchors, their iterators made
+    // only with the map's: the counters at the repeats' saves are exact.
+    check_restore_everywhere([] {
+      return resampled(range(30)
+                           .shuffle(6, reshuffling(309))
+                           .map([](std::int64_t x) { return x + 1; }, {.parallelism = 2})
+                           .repeat(2));
+    });
+  }
+  SECTION("one filling a cache, the other reading the input past it") {
+    // The filling pass, restored, reads its input again from the start: with
+    // the counters as they were when it first made its input, so that the
+    // shuffle gives the cache the saved run's order.
+    check_restore_everywhere(
+        [] { return resampled(range(24).shuffle(5, reshuffling(211)).cache()); });
+  }
+}
+
+TEST_CASE("checkpoint: a save does not make a cache pass's input", "[stages][checkpoint]") {
+  // Made by the save, the input's iterator would take its pass before the
+  // other reader's: the saved iterator then goes on in another order.
+  const auto make = [] { return resampled(range(12).shuffle(6, reshuffling(645)).cache()); };
+  auto reference = make().iterator();
+  const auto full = drain_steps(reference);
+  auto it = make().iterator();
+  const IteratorState state = it.save();
+  CHECK(drain_steps(it) == full);
+  auto restored = make().iterator(state);
+  CHECK(drain_steps(restored) == full);
 }

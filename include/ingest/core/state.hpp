@@ -7,7 +7,7 @@
 // An IteratorState's bytes, all integers little-endian:
 //
 //   offset 0   "INGS"                         magic
-//   offset 4   u32 format version             (3)
+//   offset 4   u32 format version             (4)
 //   offset 8   u64 pipeline fingerprint
 //   offset 16  u64 payload length L
 //   offset 24  L bytes payload                what the stages wrote
@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,58 @@ namespace ingest {
 /// added with their length, so ("ab", "c") and ("a", "bc") differ.
 class Fingerprint {
  public:
+  /// A counter of a dataset, shared by its copies, that its iterators depend
+  /// on: how many passes a reshuffling shuffle (or list_files, ...) began.
+  using Counter = std::shared_ptr<std::atomic<std::uint64_t>>;
+  /// A counter found below a stage, and whether its value at a save of that
+  /// stage may be ahead of the stage's position (see Below).
+  struct CounterRef {
+    Counter counter;
+    bool ahead = false;
+  };
+
+  Fingerprint() = default;
+  /// A fingerprint that also collects the counters its datasets name
+  /// (detail::PassCounters).
+  explicit Fingerprint(std::vector<CounterRef>* counters) noexcept : counters_(counters) {}
+
+  /// Names a dataset's counter (its value is no part of the fingerprint).
+  /// A state of an iterator that makes its input's iterators later (repeat's
+  /// next pass, concatenate's second input) must hold the counters below it,
+  /// since no state of theirs is in it yet.
+  Fingerprint& counter(const Counter& c) {
+    if (counters_ && c) counters_->push_back({c, ahead_ > 0});
+    return *this;
+  }
+
+  /// While a Below lives, the datasets added are the input of a stage of its
+  /// kind: `anchor`, a stage whose state holds its input's state at an
+  /// anchor, ahead of which the input may run (prefetch, parallel map,
+  /// map-and-batch, the loaders); `maker`, a stage that makes its input's
+  /// iterators as it runs (repeat, cache, concatenate's second input). A
+  /// counter below a maker below an anchor may have counted, at a save
+  /// above the anchored stage, iterators made ahead of its position.
+  class Below {
+   public:
+    enum Kind { anchor, maker };
+    Below(Fingerprint& fp, Kind kind) noexcept
+        : fp_(fp), kind_(kind), ahead_(kind == maker && fp.anchored_ > 0) {
+      if (kind_ == anchor) ++fp_.anchored_;
+      if (ahead_) ++fp_.ahead_;
+    }
+    ~Below() {
+      if (kind_ == anchor) --fp_.anchored_;
+      if (ahead_) --fp_.ahead_;
+    }
+    Below(const Below&) = delete;
+    Below& operator=(const Below&) = delete;
+
+   private:
+    Fingerprint& fp_;
+    Kind kind_;
+    bool ahead_;
+  };
+
   Fingerprint& add(std::string_view s) noexcept {
     add(static_cast<std::uint64_t>(s.size()));
     mix(s.data(), s.size());
@@ -75,9 +128,21 @@ class Fingerprint {
     }
   }
   std::uint64_t h_ = 0xcbf29ce484222325ull;
+  std::vector<CounterRef>* counters_ = nullptr;
+  int anchored_ = 0;  // depth below anchors
+  int ahead_ = 0;     // depth below makers below an anchor
 };
 
 namespace detail {
+/// What a restored iterator of pass `pass` of a dataset does to the
+/// dataset's counter, so that the passes after it differ. A stage above
+/// that stored the counters (repeat, concatenate) sets them to their saved
+/// values once its input is restored (detail::PassCounters): exact also
+/// where two iterators of one dataset are restored (rejection_resample).
+inline void restored_pass(const Fingerprint::Counter& counter, std::uint64_t pass) noexcept {
+  counter->store(pass + 1, std::memory_order_relaxed);
+}
+
 [[noreturn]] inline void throw_state_error(const std::string& what, std::uint64_t offset) {
   throw DataLossError("checkpoint: " + what + " at byte " + std::to_string(offset),
                       {.offset = offset});
@@ -529,7 +594,7 @@ class StateReader {
 /// A value type; `bytes()` is what write_state stores.
 class IteratorState {
  public:
-  static constexpr std::uint32_t format_version = 3;
+  static constexpr std::uint32_t format_version = 4;
   static constexpr std::size_t header_bytes = 24;
   static constexpr std::size_t crc_bytes = 4;
 

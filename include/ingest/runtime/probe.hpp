@@ -10,6 +10,7 @@
 // pipeline iterated with measurement off) a probe is a pass-through.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -264,8 +265,88 @@ template <class D>
 void fingerprint_of(const D& d, Fingerprint& fp) {
   fp.add(stage_name_of<D>());
   if constexpr (requires { d.fingerprint(fp); }) d.fingerprint(fp);
-  if constexpr (requires { d.input(); }) fingerprint_of(d.input(), fp);
+  if constexpr (requires { d.input(); }) {
+    if constexpr (requires { D::anchors_input; }) {
+      const Fingerprint::Below below(fp, Fingerprint::Below::anchor);
+      fingerprint_of(d.input(), fp);
+    } else if constexpr (requires { D::makes_input_iterators; }) {
+      const Fingerprint::Below below(fp, Fingerprint::Below::maker);
+      fingerprint_of(d.input(), fp);
+    } else {
+      fingerprint_of(d.input(), fp);
+    }
+  }
 }
+
+/// The counters (Fingerprint::counter) of the datasets in a tree, in the
+/// tree's order: what a stage that makes iterators of its input after a
+/// save (repeat's next pass, concatenate's second input) stores, so that the
+/// iterators it makes after a restore, in any process, get the passes they
+/// got in the saved run. save() stores the values at the save; apply(),
+/// called once the stage's input iterators are restored (making and
+/// restoring them moves the counters), sets them back to those values,
+/// except those that may have been ahead (Fingerprint::Below): the anchored
+/// stage's restore replays its input from the anchor, and their counting
+/// with it.
+class PassCounters {
+ public:
+  template <class D>
+  explicit PassCounters(const D& d) {
+    Fingerprint fp(&counters_);
+    fingerprint_of(d, fp);
+  }
+
+  void save(StateWriter& w) const {
+    w.write_u64(counters_.size());
+    for (const Fingerprint::CounterRef& c : counters_) {
+      w.write_u64(c.counter->load(std::memory_order_relaxed));
+      w.write_bool(c.ahead);
+    }
+  }
+  /// Reads what save() wrote; apply() sets the values.
+  void read(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    const std::uint64_t n = r.read_u64();
+    if (n != counters_.size()) throw_state_error(mismatch(n), at);
+    saved_.resize(counters_.size());
+    for (Saved& s : saved_) {
+      s.value = r.read_u64();
+      s.ahead = r.read_bool();
+    }
+  }
+  void apply() const noexcept {
+    for (std::size_t i = 0; i < saved_.size(); ++i)
+      if (!saved_[i].ahead) counters_[i].counter->store(saved_[i].value, std::memory_order_relaxed);
+  }
+
+  /// The values now, and setting them all (the cache's refill).
+  std::vector<std::uint64_t> values() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(counters_.size());
+    for (const Fingerprint::CounterRef& c : counters_)
+      out.push_back(c.counter->load(std::memory_order_relaxed));
+    return out;
+  }
+  void set(std::span<const std::uint64_t> values) const {
+    if (values.size() != counters_.size())
+      throw DataLossError("checkpoint: " + mismatch(values.size()), {});
+    for (std::size_t i = 0; i < counters_.size(); ++i)
+      counters_[i].counter->store(values[i], std::memory_order_relaxed);
+  }
+
+ private:
+  std::string mismatch(std::uint64_t n) const {
+    return "the state holds " + std::to_string(n) + " pass counters where the pipeline has " +
+           std::to_string(counters_.size());
+  }
+
+  struct Saved {
+    std::uint64_t value = 0;
+    bool ahead = false;
+  };
+  std::vector<Fingerprint::CounterRef> counters_;
+  std::vector<Saved> saved_;
+};
 
 /// One stage of a pipeline's description: its name and the fingerprint of
 /// its own parameters (for a stage of several inputs, with theirs).

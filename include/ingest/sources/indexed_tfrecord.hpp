@@ -273,7 +273,7 @@ class IndexedTFRecordIterator {
     if (passes_) {
       pass_ = pass;
       order();
-      passes_->store(pass + 1, std::memory_order_relaxed);
+      detail::restored_pass(passes_, pass);
     }
   }
 
@@ -520,6 +520,7 @@ class IndexedTFRecordDataset : public DatasetBase<IndexedTFRecordDataset, std::s
     index_->fingerprint(fp);
     fp.add(shuffle_.has_value());
     if (shuffle_) fp.add(seed_).add(shuffle_->reshuffle_each_iteration);
+    fp.counter(passes_);
   }
 
  private:

@@ -324,7 +324,7 @@ class ListFilesIterator {
         pass_ = pass;
         shuffle();
       }
-      passes_->store(pass + 1, std::memory_order_relaxed);
+      detail::restored_pass(passes_, pass);
     }
   }
 
@@ -400,6 +400,7 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
     for (const std::string& p : patterns_) fp.add(p);
     fp.add(options_.shuffle).add(options_.reshuffle_each_iteration);
     fp.add(options_.seed.value_or(0));
+    fp.counter(epoch_);
   }
 
   /// The matched paths, sorted.

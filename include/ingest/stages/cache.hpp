@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -60,14 +61,28 @@ class CacheIterator {
     std::string path;                                         // empty: memory cache
     std::shared_ptr<const std::vector<value_type>> elements;  // a complete memory cache
     bool filling = false;                                     // a pass is filling the memory cache
-    // The context epoch of the pass that filled the cache in this process
-    // (random_map's generators depend on it): a restore that must fill the
-    // cache again reads the input in that epoch, not its own.
-    std::optional<std::uint64_t> fill_epoch;
+    // The context epoch of the pass that filled the cache, plus one (0: not
+    // filled). random_map's generators depend on it, so a pass that must
+    // fill the cache again reads the input in that epoch, not its own: a
+    // pass restored mid-fill, or any pass after a restore in a process that
+    // lacks the memory cache (the state holds it as a pass counter of the
+    // dataset: Fingerprint::counter).
+    Fingerprint::Counter filled_in = std::make_shared<std::atomic<std::uint64_t>>(0);
+
+    // The epoch in which a pass of context epoch `epoch` reads the input.
+    std::uint64_t fill_epoch_or(std::uint64_t epoch) const noexcept {
+      const std::uint64_t v = filled_in->load(std::memory_order_relaxed);
+      return v ? v - 1 : epoch;
+    }
   };
 
   /// Makes the input's iterator for a pass in the given context epoch.
-  using MakeInput = std::function<InputIt(std::uint64_t epoch)>;
+  /// `counters`: the pass counters of the input's datasets
+  /// (detail::PassCounters) as the iterator is made: if given, they are set
+  /// to these values first (a restored fill re-reads the input as the saved
+  /// run read it, reshuffles included); if empty, they are filled in.
+  using MakeInput =
+      std::function<InputIt(std::uint64_t epoch, std::vector<std::uint64_t>& counters)>;
 
   /// Reads a complete memory cache, filled in context epoch `fill_epoch`.
   CacheIterator(std::shared_ptr<const std::vector<value_type>> elements, std::uint64_t fill_epoch)
@@ -128,8 +143,10 @@ class CacheIterator {
 
   /// Checkpoint: how the pass reads (the input, the memory cache or the
   /// cache file), how many elements it delivered and the context epoch in
-  /// which the cache's elements were (or are being) made; then the input's
-  /// state when it reads the input, or the cache file's offset. Restore
+  /// which the cache's elements were (or are being) made; then, when it
+  /// reads the input, whether the input's iterator was made, the pass
+  /// counters below it as it was made (detail::PassCounters) and its state;
+  /// or the cache file's offset. Restore
   /// continues in whatever way this iterator reads, even another than the
   /// saved one's (another process has no memory cache; a cache file may have
   /// been completed meanwhile): a pass that fills the cache re-reads the
@@ -142,8 +159,14 @@ class CacheIterator {
   void save(StateWriter& w) const {
     w.write(static_cast<std::uint8_t>(mode_), position(), ended_, epoch_);
     if (mode_ == Mode::input) {
+      // Not made yet: a save does not make it (the order in which iterators
+      // of a dataset are made sets their passes).
+      w.write(input_.has_value());
+      if (!input_) return;
+      w.write_u64(made_with_.size());
+      for (const std::uint64_t v : made_with_) w.write_u64(v);
       w.write(failed_);
-      input().save(w);
+      input_->save(w);
     } else if (mode_ == Mode::file) {
       w.write(reader_ ? reader_->offset() : std::uint64_t{0});  // none once ended
     }
@@ -158,8 +181,30 @@ class CacheIterator {
       throw DataLossError("checkpoint: cache mode " + std::to_string(saved) + " is unknown",
                           {.stage = "cache", .offset = at});
     }
+    std::vector<std::uint64_t> made_with;
+    bool made = false;
+    if (saved == static_cast<std::uint8_t>(Mode::input)) r.read(made);
+    if (made) {
+      const std::uint64_t n_at = r.offset();
+      const std::uint64_t n = r.read_u64();
+      if (n > r.remaining() / 8) {
+        throw DataLossError(
+            "checkpoint: cache: " + std::to_string(n) + " pass counters do not fit in the state",
+            {.stage = "cache", .offset = n_at});
+      }
+      made_with.resize(n);
+      for (std::uint64_t& v : made_with) v = r.read_u64();
+    }
     const Mode mode = mode_;
-    if (mode == Mode::input && !input_) epoch_ = epoch;  // read the input as the saved run did
+    if (mode == Mode::input && !input_) {
+      // Read the input as the saved run did: in its epoch, with its passes.
+      epoch_ = epoch;
+      made_with_ = std::move(made_with);
+    }
+    if (saved == static_cast<std::uint8_t>(Mode::input) && !made) {
+      if (mode != Mode::input) move_to(0);
+      return;
+    }
     if (saved == static_cast<std::uint8_t>(Mode::input) && mode == Mode::input && !filling()) {
       r.read(failed_);
       input().restore(r);
@@ -299,7 +344,7 @@ class CacheIterator {
   // The input's iterator, made when first needed (after a restore has set
   // the epoch to read it in).
   InputIt& input() const {
-    if (!input_) input_.emplace(make_input_(epoch_));
+    if (!input_) input_.emplace(make_input_(epoch_, made_with_));
     return *input_;
   }
 
@@ -357,12 +402,12 @@ class CacheIterator {
       state_->elements = std::make_shared<const std::vector<value_type>>(std::move(filled_));
       state_->filling = false;
     }
-    std::lock_guard lock(state_->mu);
-    state_->fill_epoch = epoch_;
+    state_->filled_in->store(epoch_ + 1, std::memory_order_relaxed);
   }
 
   MakeInput make_input_;
   std::uint64_t epoch_ = 0;  // the context epoch the input is (or the cache was) read in
+  mutable std::vector<std::uint64_t> made_with_;  // the pass counters below as input_ was made
   mutable std::optional<InputIt> input_;
   std::shared_ptr<State> state_;
   std::unique_ptr<TFRecordWriter> writer_;  // a unique_ptr: the writer does not move
@@ -391,6 +436,8 @@ class CacheDataset
 
  public:
   static constexpr std::string_view stage_name = "cache";
+  /// It makes its input's iterators as it runs (Fingerprint::Below).
+  static constexpr bool makes_input_iterators = true;
 
   CacheDataset(Input input, std::string path)
       : CacheDataset::UnaryStageBase(std::move(input)), state_(std::make_shared<State>()) {
@@ -400,22 +447,30 @@ class CacheDataset
   Iterator make_iterator(const IteratorContext& ctx) const {
     // The input's iterator is made when the pass first reads it: a restore
     // may ask for another epoch first.
-    typename Iterator::MakeInput make_input = [input = this->input(), ctx](std::uint64_t epoch) {
-      IteratorContext c = ctx;
-      c.epoch = epoch;
-      return detail::child_iterator(input, c);
-    };
+    typename Iterator::MakeInput make_input =
+        [input = this->input(), ctx](std::uint64_t epoch, std::vector<std::uint64_t>& counters) {
+          const detail::PassCounters below(input);
+          if (counters.empty()) {
+            counters = below.values();
+          } else {
+            below.set(counters);
+          }
+          IteratorContext c = ctx;
+          c.epoch = epoch;
+          return detail::child_iterator(input, c);
+        };
     if (state_->path.empty()) {
       std::unique_lock lock(state_->mu);
-      if (state_->elements)
-        return Iterator(state_->elements, state_->fill_epoch.value_or(ctx.epoch));
+      if (state_->elements) return Iterator(state_->elements, state_->fill_epoch_or(ctx.epoch));
       if (state_->filling) {
         // Another pass fills it.
-        return Iterator(std::move(make_input), ctx.epoch, nullptr, unknown_cardinality);
+        return Iterator(std::move(make_input), state_->fill_epoch_or(ctx.epoch), nullptr,
+                        unknown_cardinality);
       }
       state_->filling = true;
       lock.unlock();
-      return Iterator(std::move(make_input), ctx.epoch, state_, cardinality());
+      return Iterator(std::move(make_input), state_->fill_epoch_or(ctx.epoch), state_,
+                      cardinality());
     }
     // Temporaries that killed processes left while filling a cache here
     // would otherwise stay forever (a live filler's is kept: it is locked).
@@ -424,15 +479,18 @@ class CacheDataset
         detail::check_cache_file(state_->path, serializer<T>::signature());
     if (check.count) {
       std::unique_lock lock(state_->mu);
-      return Iterator(state_->path, *check.count, state_->fill_epoch.value_or(ctx.epoch));
+      return Iterator(state_->path, *check.count, state_->fill_epoch_or(ctx.epoch));
     }
     if (detail::file_exists(state_->path, "cache")) {
       log_line("cache: rebuilding '" + state_->path + "' because " + check.problem);
     }
-    return Iterator(std::move(make_input), ctx.epoch, state_, cardinality());
+    return Iterator(std::move(make_input), state_->fill_epoch_or(ctx.epoch), state_, cardinality());
   }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }
+
+  /// The epoch of the fill, for the states of stages above (see State).
+  void fingerprint(Fingerprint& fp) const { fp.counter(state_->filled_in); }
 
  private:
   std::shared_ptr<State> state_;

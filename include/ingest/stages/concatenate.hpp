@@ -33,13 +33,16 @@ class ConcatenateIterator {
     return second_it_->next();
   }
 
-  /// Checkpoint: which input is being read, then that input.
+  /// Checkpoint: which input is being read, then that input; while it is
+  /// the first, also the pass counters of the second's datasets (so that
+  /// the second, made after a restore, reshuffles as in the saved run).
   void save(StateWriter& w) const {
     w.write(second_it_.has_value());
     if (second_it_) {
       second_it_->save(w);
     } else {
       first_->save(w);
+      counters().save(w);
     }
   }
   void restore(StateReader& r) {
@@ -51,6 +54,8 @@ class ConcatenateIterator {
       second_it_->restore(r);
     } else {
       first_->restore(r);
+      counters().read(r);
+      counters().apply();
     }
   }
 
@@ -60,8 +65,15 @@ class ConcatenateIterator {
   }
 
  private:
+  // The second input's pass counters, found at the first save or restore.
+  detail::PassCounters& counters() const {
+    if (!counters_) counters_.emplace(second_);
+    return *counters_;
+  }
+
   std::optional<FirstIt> first_;
   Second second_;
+  mutable std::optional<detail::PassCounters> counters_;
   IteratorContext ctx_;
   std::optional<SecondIt> second_it_;
 };
@@ -86,9 +98,10 @@ class ConcatenateDataset
     return a + b;
   }
 
-  /// Both inputs' descriptions.
+  /// Both inputs' descriptions (the second's iterator is made later).
   void fingerprint(Fingerprint& fp) const {
     detail::fingerprint_of(first_, fp);
+    const Fingerprint::Below later(fp, Fingerprint::Below::maker);
     detail::fingerprint_of(second_, fp);
   }
 

@@ -35,6 +35,8 @@ class LoaderDataset : public UnaryStageBase<Derived, Input, typename Backend::ba
  public:
   using options_type = typename Backend::options_type;
   static constexpr std::string_view stage_name = Backend::stage_name;
+  /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
+  static constexpr bool anchors_input = true;
   using model_node = LoaderNode;
   /// The depth an autotuned loader starts with (and keeps without an autotuner).
   static constexpr std::int64_t default_depth = 2;

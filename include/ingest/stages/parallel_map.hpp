@@ -354,6 +354,8 @@ class ParallelMapDataset
           std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>> {
  public:
   static constexpr std::string_view stage_name = "parallel_map";
+  /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
+  static constexpr bool anchors_input = true;
   using model_node = detail::ParallelMapNode;
 
   ParallelMapDataset(Input input, F f, MapOptions options)

@@ -36,6 +36,8 @@ class PrefetchDataset
     : public detail::UnaryStageBase<PrefetchDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "prefetch";
+  /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
+  static constexpr bool anchors_input = true;
   using model_node = detail::PrefetchNode;
 
   PrefetchDataset(Input input, std::int64_t buffer_size)

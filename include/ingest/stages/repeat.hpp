@@ -56,10 +56,12 @@ class RepeatIterator {
     return n;
   }
 
-  /// Checkpoint: the epoch number and flags, then the current epoch's input
+  /// Checkpoint: the pass counters of the input's datasets (the next pass's
+  /// reshuffle), the epoch number and flags, then the current epoch's input
   /// (if one is open). Restore re-creates the input for that epoch (so its
   /// per-epoch reshuffle or seeds match) and restores its position.
   void save(StateWriter& w) const {
+    counters().save(w);
     w.write_i64(epoch_);
     w.write_bool(produced_);
     w.write_bool(done_);
@@ -67,6 +69,7 @@ class RepeatIterator {
     if (current_) current_->save(w);
   }
   void restore(StateReader& r) {
+    counters().read(r);
     epoch_ = r.read_i64();
     produced_ = r.read_bool();
     done_ = r.read_bool();
@@ -75,6 +78,7 @@ class RepeatIterator {
       current_.emplace(detail::child_iterator(input_, ctx_.for_repeat_pass(count_, epoch_)));
       current_->restore(r);
     }
+    counters().apply();
   }
 
  private:
@@ -93,7 +97,15 @@ class RepeatIterator {
     if (!produced_) done_ = true;  // an empty epoch: every later one is empty too
   }
 
+  // The pass counters below, found at the first save or restore (a save
+  // finds them once, not at every anchor a prefetch above takes).
+  detail::PassCounters& counters() const {
+    if (!counters_) counters_.emplace(input_);
+    return *counters_;
+  }
+
   Input input_;
+  mutable std::optional<detail::PassCounters> counters_;
   IteratorContext ctx_;
   std::int64_t count_;
   std::int64_t epoch_ = 0;
@@ -107,6 +119,8 @@ class RepeatDataset
     : public detail::UnaryStageBase<RepeatDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "repeat";
+  /// It makes its input's iterators as it runs (Fingerprint::Below).
+  static constexpr bool makes_input_iterators = true;
 
   RepeatDataset(Input input, std::int64_t count)
       : RepeatDataset::UnaryStageBase(std::move(input)), count_(count) {

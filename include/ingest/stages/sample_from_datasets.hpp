@@ -89,7 +89,7 @@ class WeightedSelector {
       if (exhausted) x = 0;
     }
     rebuild();
-    if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
+    if (passes_) detail::restored_pass(passes_, pass_);
   }
 
  private:
@@ -187,6 +187,7 @@ class SampleFromDatasetsDataset
     list::fingerprint(inputs_, fp);
     for (const double x : *weights_) fp.add(x);
     fp.add(stop_on_empty_).add(rerandomize_).add(base_seed_);
+    fp.counter(passes_);
   }
 
   /// Over the inputs of weight > 0: with stop_on_empty_dataset, infinite if

@@ -152,7 +152,7 @@ class ShuffleIterator {
       for (const std::span<const std::byte> e : elements)
         buffer_.emplace_back(read_stored<value_type>(e, "shuffle", r.offset_of(e)));
     }
-    if (passes_) passes_->store(pass_ + 1, std::memory_order_relaxed);
+    if (passes_) detail::restored_pass(passes_, pass_);
     input_.restore(r);
   }
 
@@ -247,6 +247,7 @@ class ShuffleDataset
   /// processes: such a state restores only into this dataset).
   void fingerprint(Fingerprint& fp) const {
     fp.add(buffer_size_).add(options_.reshuffle_each_iteration).add(base_seed_);
+    fp.counter(passes_);
   }
 
  private:
