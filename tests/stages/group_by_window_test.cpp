@@ -13,7 +13,9 @@ using VV = std::vector<V>;
 
 namespace {
 // reduce_func: the window as one element.
-auto whole = [](std::int64_t, V&& window) { return from_vector(VV{std::move(window)}); };
+auto window_as_dataset = [](std::int64_t, V&& window) {
+  return from_vector(VV{std::move(window)});
+};
 // reduce_func: the key, then the window's elements.
 auto key_then_elements = [](std::int64_t key, V&& window) {
   window.insert(window.begin(), 100 + key);
@@ -34,33 +36,33 @@ TEST_CASE("group_by_window: tf.data's example, key x % 2, window 5, over range(1
 
 TEST_CASE("group_by_window: windows of 3, the partial ones flushed at the end",
           "[stages][group_by_window]") {
-  CHECK(collect(range(10).group_by_window(parity, whole, 3)) ==
+  CHECK(collect(range(10).group_by_window(parity, window_as_dataset, 3)) ==
         VV{{0, 2, 4}, {1, 3, 5}, {6, 8}, {7, 9}});
   // The reduced datasets' elements come out flattened, in order.
   CHECK(collect(range(10).group_by_window(parity, key_then_elements, 3)) ==
         V{100, 0, 2, 4, 101, 1, 3, 5, 100, 6, 8, 101, 7, 9});
   // Window 1: every element is its own window, in input order.
-  CHECK(collect(range(4).group_by_window(parity, whole, 1)) == VV{{0}, {1}, {2}, {3}});
+  CHECK(collect(range(4).group_by_window(parity, window_as_dataset, 1)) == VV{{0}, {1}, {2}, {3}});
   // A window size no key reaches: everything is flushed at the end.
-  CHECK(collect(range(5).group_by_window(parity, whole, 100)) == VV{{0, 2, 4}, {1, 3}});
+  CHECK(collect(range(5).group_by_window(parity, window_as_dataset, 100)) == VV{{0, 2, 4}, {1, 3}});
 }
 
 TEST_CASE("group_by_window flushes the partial windows in ascending key order, as tf's std::map",
           "[stages][group_by_window]") {
   // Keys first seen in the order 5, -2, 3, 0: flushed -2, 0, 3, 5.
   auto ds = from_vector<std::int64_t>({5, -2, 3, 5, 0, -2})
-                .group_by_window([](std::int64_t x) { return x; }, whole, 10);
+                .group_by_window([](std::int64_t x) { return x; }, window_as_dataset, 10);
   CHECK(collect(ds) == VV{{-2, -2}, {0}, {3}, {5, 5}});
   // A full window goes out as soon as it fills, before keys seen earlier.
   auto full_first = from_vector<std::int64_t>({5, 3, 3, 5})
-                        .group_by_window([](std::int64_t x) { return x; }, whole, 2);
+                        .group_by_window([](std::int64_t x) { return x; }, window_as_dataset, 2);
   CHECK(collect(full_first) == VV{{3, 3}, {5, 5}});
 }
 
 TEST_CASE("group_by_window with a window_size_func, asked once per key",
           "[stages][group_by_window]") {
   int calls = 0;
-  auto ds = range(12).group_by_window(parity, whole, [&calls](std::int64_t key) {
+  auto ds = range(12).group_by_window(parity, window_as_dataset, [&calls](std::int64_t key) {
     ++calls;
     return key == 0 ? 2 : 4;
   });
@@ -72,9 +74,9 @@ TEST_CASE("group_by_window with a window_size_func, asked once per key",
 }
 
 TEST_CASE("group_by_window on empty and one-element inputs", "[stages][group_by_window]") {
-  CHECK(collect(range(0).group_by_window(parity, whole, 3)).empty());
-  CHECK(collect(range(1).group_by_window(parity, whole, 3)) == VV{{0}});
-  CHECK(collect(range(1).group_by_window(parity, whole, 1)) == VV{{0}});
+  CHECK(collect(range(0).group_by_window(parity, window_as_dataset, 3)).empty());
+  CHECK(collect(range(1).group_by_window(parity, window_as_dataset, 3)) == VV{{0}});
+  CHECK(collect(range(1).group_by_window(parity, window_as_dataset, 1)) == VV{{0}});
   // reduce_func may return an empty dataset: nothing comes out for that window.
   auto empty_even = range(6).group_by_window(
       parity, [](std::int64_t key, V&& w) { return from_vector(key == 0 ? V{} : std::move(w)); },
@@ -99,20 +101,23 @@ TEST_CASE("group_by_window moves move-only elements into the windows",
 
 TEST_CASE("group_by_window's cardinality is unknown, infinite after an infinite input",
           "[stages][group_by_window]") {
-  CHECK(range(10).group_by_window(parity, whole, 3).cardinality() == unknown_cardinality);
-  CHECK(range(0).group_by_window(parity, whole, 3).cardinality() == unknown_cardinality);
-  CHECK(range(10).repeat().group_by_window(parity, whole, 3).cardinality() == infinite_cardinality);
+  CHECK(range(10).group_by_window(parity, window_as_dataset, 3).cardinality() ==
+        unknown_cardinality);
+  CHECK(range(0).group_by_window(parity, window_as_dataset, 3).cardinality() ==
+        unknown_cardinality);
+  CHECK(range(10).repeat().group_by_window(parity, window_as_dataset, 3).cardinality() ==
+        infinite_cardinality);
 }
 
 TEST_CASE("group_by_window rejects a window size <= 0", "[stages][group_by_window]") {
-  CHECK_THROWS_WITH(range(3).group_by_window(parity, whole, 0),
+  CHECK_THROWS_WITH(range(3).group_by_window(parity, window_as_dataset, 0),
                     "InvalidArgument: group_by_window: window_size must be > 0; got 0 [stage "
                     "'group_by_window']");
-  CHECK_THROWS_AS(range(3).group_by_window(parity, whole, -4), InvalidArgument);
+  CHECK_THROWS_AS(range(3).group_by_window(parity, window_as_dataset, -4), InvalidArgument);
   // From window_size_func: the element that brought the key fails, and so does
   // every later one of that key (its size is asked again).
-  auto ds =
-      range(5).group_by_window(parity, whole, [](std::int64_t key) { return key == 1 ? 0 : 2; });
+  auto ds = range(5).group_by_window(parity, window_as_dataset,
+                                     [](std::int64_t key) { return key == 1 ? 0 : 2; });
   const auto out = collect_outcomes(ds);
   REQUIRE(out.size() == 4);
   CHECK(out[0].error ==
@@ -128,7 +133,7 @@ TEST_CASE("an input error surfaces in place through group_by_window", "[stages][
     if (x == 4) throw Boom("four");
     return x;
   });
-  const auto out = collect_outcomes(input.group_by_window(parity, whole, 3));
+  const auto out = collect_outcomes(input.group_by_window(parity, window_as_dataset, 3));
   REQUIRE(out.size() == 5);
   CHECK(out[0].error == "FunctionError: four [stage 'map', element 4]");
   CHECK(out[1].value == V{1, 3, 5});
@@ -144,7 +149,7 @@ TEST_CASE("errors from key_func, window_size_func and reduce_func name the stage
         if (x == 2) throw Boom("no key");
         return x % 2;
       },
-      whole, 2);
+      window_as_dataset, 2);
   const auto a = collect_outcomes(key_fails);
   REQUIRE(a.size() == 4);
   CHECK(a[0].error == "FunctionError: no key [stage 'group_by_window', element 2]");
@@ -152,10 +157,11 @@ TEST_CASE("errors from key_func, window_size_func and reduce_func name the stage
   CHECK(a[2].value == V{0, 4});  // element 2 was dropped
   CHECK(a[3].value == V{5});
 
-  auto size_fails = range(4).group_by_window(parity, whole, [](std::int64_t key) -> std::int64_t {
-    if (key == 0) throw Boom("no size");
-    return 2;
-  });
+  auto size_fails =
+      range(4).group_by_window(parity, window_as_dataset, [](std::int64_t key) -> std::int64_t {
+        if (key == 0) throw Boom("no size");
+        return 2;
+      });
   const auto b = collect_outcomes(size_fails);
   REQUIRE(b.size() == 3);
   CHECK(b[0].error == "FunctionError: no size [stage 'group_by_window', element 0]");
@@ -222,19 +228,19 @@ TEST_CASE("group_by_window unwinds while it buffers once its consumer is gone",
     if (++pulled == 500) source.request_stop();
     return x;
   });
-  auto it =
-      ds.group_by_window([](std::int64_t x) { return x < 2 ? 0 : x; }, whole, 2).make_iterator(ctx);
+  auto it = ds.group_by_window([](std::int64_t x) { return x < 2 ? 0 : x; }, window_as_dataset, 2)
+                .make_iterator(ctx);
   CHECK(it.next() == V{0, 1});
   CHECK_THROWS_AS(it.next(), detail::Cancelled);
   CHECK(pulled == 500);
 }
 
 TEST_CASE("group_by_window composes with erase, repeat and take", "[stages][group_by_window]") {
-  auto ds = range(6).group_by_window(parity, whole, 2).erase();
+  auto ds = range(6).group_by_window(parity, window_as_dataset, 2).erase();
   CHECK(collect(ds) == VV{{0, 2}, {1, 3}, {4}, {5}});
   // Each pass starts with no groups.
-  CHECK(collect(range(3).group_by_window(parity, whole, 2).repeat(2)) ==
+  CHECK(collect(range(3).group_by_window(parity, window_as_dataset, 2).repeat(2)) ==
         VV{{0, 2}, {1}, {0, 2}, {1}});
-  CHECK(collect(range(1000).repeat().group_by_window(parity, whole, 2).take(3)) ==
+  CHECK(collect(range(1000).repeat().group_by_window(parity, window_as_dataset, 2).take(3)) ==
         VV{{0, 2}, {1, 3}, {4, 6}});
 }
