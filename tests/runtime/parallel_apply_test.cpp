@@ -113,6 +113,25 @@ TEST_CASE("parallel_apply: a unit of several chunks is ready when all are",
   CHECK(seen == std::vector<std::int64_t>{1, 4, 9, 16, 25, 36});
 }
 
+TEST_CASE("parallel_apply: a launch loads one unit before the first result, then runs ahead",
+          "[runtime][parallel_apply][concurrency]") {
+  // Before any result is handed out, one loaded unit is enough (the first
+  // result's latency is a start's or a restore's); from then on, loading
+  // stops only once the unit needed next is ready.
+  auto runtime = std::make_shared<Runtime>(2);
+  Engine e(8, 64, SquareChunk{.slow = 3}, 2, true, runtime, nullptr);
+  std::vector<std::size_t> inflight{submit(e, {3})};  // 20 ms
+  CHECK(e.loaded_enough(std::span(&inflight[0], 1)));
+  CHECK(e.take_ready(1, [&](std::size_t) { return std::span(&inflight[0], 1); }) == 0);
+  CHECK(e.work(inflight[0]).out == std::vector<std::int64_t>{9});
+  e.release(inflight[0]);
+  inflight = {submit(e, {3})};
+  CHECK_FALSE(e.loaded_enough(std::span(&inflight[0], 1)));  // still running its 20 ms
+  CHECK(e.take_ready(1, [&](std::size_t) { return std::span(&inflight[0], 1); }) == 0);
+  CHECK(e.loaded_enough(std::span(&inflight[0], 1)));  // done
+  e.release(inflight[0]);
+}
+
 TEST_CASE("parallel_apply: the knob is set up once and re-read by replan",
           "[runtime][parallel_apply]") {
   auto runtime = std::make_shared<Runtime>(2);

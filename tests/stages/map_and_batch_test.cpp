@@ -194,6 +194,36 @@ TEST_CASE("a batch's first chunks reach the pool while the rest of it loads",
   CHECK(values_of(out[1]) == iota(257, 513));
 }
 
+TEST_CASE("the first batch is handed out before the next one loads",
+          "[stages][map_and_batch][concurrency]") {
+  // A pipeline's start and a restore wait for the first batch alone: its
+  // inputs are pulled, and the stage waits for its chunks rather than
+  // pulling the next batch's inputs meanwhile (it did, while f ran); the
+  // batches after it load ahead as before.
+  std::atomic<std::int64_t> pulled{0};
+  auto ds = range(640)
+                .map([&](std::int64_t x) {
+                  pulled.fetch_add(1);
+                  return x;
+                })
+                .map(
+                    [](std::int64_t x) {
+                      std::this_thread::sleep_for(200us);
+                      return x + 1;
+                    },
+                    {.parallelism = 2})
+                .batch(64);
+  auto it = ds.iterator();
+  const auto first = it.next();
+  REQUIRE(first);
+  CHECK(values_of(*first) == iota(1, 65));
+  CHECK(pulled.load() == 64);
+  std::vector<std::int64_t> rest;
+  while (auto b = it.next())
+    for (std::int64_t v : values_of(*b)) rest.push_back(v);
+  CHECK(rest == iota(65, 641));
+}
+
 TEST_CASE("input and function errors in batches whose chunks left while they loaded",
           "[stages][map_and_batch][concurrency]") {
   // Chunks of 8 go to the pool as they fill (batch 64, parallelism 2); an

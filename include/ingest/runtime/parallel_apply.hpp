@@ -131,14 +131,20 @@ class ParallelApply {
   }
   bool inline_mode() const noexcept { return inline_; }
 
-  /// Every chunk of a unit (`slots`) has run: it can be handed out. A
-  /// launch loop, having loaded one unit, stops loading once the unit needed
-  /// next is ready, so that pulling inputs that take long (a batch waiting
-  /// for its elements) does not hold back a result the consumer could have
-  /// (filling 33 slots with 6 ms batches delayed the first result by 200 ms);
-  /// each call still loads one, so the units in flight do not drain, and
-  /// they grow while the next one is not ready.
-  bool ready(std::span<const std::size_t> slots) const noexcept { return unit_done(slots); }
+  /// A launch loop, having loaded one unit, stops loading once the unit
+  /// needed next (`slots`) is ready, so that pulling inputs that take long
+  /// (a batch waiting for its elements) does not hold back a result the
+  /// consumer could have (filling 33 slots with 6 ms batches delayed the
+  /// first result by 200 ms); each call still loads one, so the units in
+  /// flight do not drain, and they grow while the next one is not ready.
+  /// Before the first result is handed out it stops after that one unit:
+  /// the first result's latency is a pipeline's start or a restore's (on
+  /// W3 restored, loading a second and third batch of 256 before handing
+  /// out the first took half of the first next()), and take_ready runs the
+  /// unit's pending chunks on the calling thread meanwhile.
+  bool loaded_enough(std::span<const std::size_t> slots) const noexcept {
+    return !handed_out_ || unit_done(slots);
+  }
 
   /// An idle chunk slot, or `none`.
   std::size_t find_idle() const noexcept { return runner_->find_idle(); }
@@ -154,6 +160,7 @@ class ParallelApply {
   /// needed first if possible, else the oldest.
   template <class SlotsOf>
   std::size_t take_ready(std::size_t units, SlotsOf slots_of) {
+    handed_out_ = true;
     for (;;) {
       for (std::size_t k = 0; k < units; ++k) {
         if (unit_done(slots_of(k))) return k;
@@ -187,6 +194,7 @@ class ParallelApply {
   bool deterministic_;
   StageNode* node_;
   bool inline_ = false;
+  bool handed_out_ = false;  // take_ready was called: a result was handed out
 };
 
 }  // namespace ingest::detail

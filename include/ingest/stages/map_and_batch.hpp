@@ -458,7 +458,7 @@ class MapAndBatchIterator {
   void launch() {
     const std::size_t parallelism = engine_.parallelism();
     for (bool loaded = false; !input_done_ && active_.size() < batches_.size(); loaded = true) {
-      if (loaded && engine_.ready(active_.front()->chunks)) return;
+      if (loaded && engine_.loaded_enough(active_.front()->chunks)) return;
       Batch* b = nullptr;
       for (auto& candidate : batches_) {
         if (std::find(active_.begin(), active_.end(), candidate.get()) == active_.end()) {

@@ -247,7 +247,7 @@ class ParallelMapIterator {
   void launch() {
     const std::size_t budget = std::min(engine_.slots() - 1, 2 * engine_.parallelism() + 1);
     for (bool loaded = false; !input_done_ && inflight_.size() < budget; loaded = true) {
-      if (loaded && engine_.ready(std::span(&inflight_.front(), 1))) return;
+      if (loaded && engine_.loaded_enough(std::span(&inflight_.front(), 1))) return;
       const std::size_t slot = engine_.find_idle();
       if (slot == Engine::none) return;
       if (anchors_.due(next_index_)) [[unlikely]]
