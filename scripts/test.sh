@@ -61,6 +61,11 @@ case "$config" in
     build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests
                    checkpoint_crash_tests checkpoint_crash_child)
     ctest_args+=(-L "concurrency|remote")
+    # Two single-threaded property tests of the kept shuffle buffer (runtime/
+    # serialized_buffer.hpp) took 85 s and 55 s under TSan for nothing it
+    # can find; ASan and release run them. Its test of chunks let go on
+    # other threads stays.
+    ctest_args+=(-E "^runtime_tests:(kept elements follow|saves of a large buffer)")
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
     ;;
   *)
