@@ -52,7 +52,7 @@ done
 wait
 status=0
 for target in "${targets[@]}"; do
-  cat "$logs/$target"
+  cat "$logs/$target" 2>/dev/null || echo "=== $target: did not run"
   [[ "$(cat "$logs/$target.status" 2>/dev/null)" == 0 ]] || status=1
 done
 rm -rf "$logs"

@@ -455,7 +455,8 @@ class Anchors {
     if (last_end_ns_ > 0 && pulled > last_pulled_ && start > last_end_ns_) {
       const double per_pull =
           static_cast<double>(start - last_end_ns_) / static_cast<double>(pulled - last_pulled_);
-      const double paced = static_cast<double>(cost) * (seen_ ? 20.0 : 100.0) / per_pull;
+      const double budget = seen_ ? 0.05 : 0.01;  // of the pulls' time
+      const double paced = static_cast<double>(cost) / budget / per_pull;
       if (paced > static_cast<double>(interval))
         interval = static_cast<std::int64_t>(std::min(paced, 1e12));
     }
