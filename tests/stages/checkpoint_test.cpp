@@ -532,6 +532,75 @@ TEST_CASE("checkpoint: flat_map stores the input element whose dataset is open",
   });
 }
 
+TEST_CASE("checkpoint: a reshuffling dataset that an interleave or flat_map function captures",
+          "[stages][checkpoint]") {
+  // Every input is a new iterator of one dataset, so each takes the next
+  // pass of its shared count: a restored input sets the count past its own
+  // pass, and the inputs opened after it continue as in the saved run.
+  const auto captured = [](std::int64_t n) {
+    return range(n).shuffle(n, {.seed = 3, .reshuffle_each_iteration = true});
+  };
+  SECTION("interleave, one input at a time") {
+    check_restore_everywhere([&] {
+      return range(4).interleave([inner = captured(5)](std::int64_t) { return inner; },
+                                 {.cycle_length = 1});
+    });
+  }
+  SECTION("interleave, two inputs in blocks of two") {
+    check_restore_everywhere([&] {
+      return range(5).interleave([inner = captured(5)](std::int64_t) { return inner; },
+                                 {.cycle_length = 2, .block_length = 2});
+    });
+  }
+  SECTION("parallel interleave") {
+    check_restore_everywhere([&] {
+      return range(6).interleave([inner = captured(5)](std::int64_t) { return inner; },
+                                 {.cycle_length = 2, .parallelism = 2});
+    });
+  }
+  SECTION("under a prefetch and a repeat") {
+    check_restore_everywhere([&] {
+      return range(3)
+          .interleave([inner = captured(4)](std::int64_t) { return inner; }, {.cycle_length = 1})
+          .prefetch(2)
+          .repeat(2);
+    });
+  }
+  SECTION("flat_map under a parallel map") {
+    check_restore_everywhere([&] {
+      return range(5)
+          .flat_map([inner = captured(4)](std::int64_t x) {
+            return inner.map([x](std::int64_t y) { return x * 10 + y; });
+          })
+          .map([](std::int64_t x) { return x + 1; }, {.parallelism = 2});
+    });
+  }
+}
+
+// A known gap (README, Checkpoints, *Pass counters*): the count of a
+// dataset captured by an interleave's function is not in a state that holds
+// none of its iterators, so a state saved before the interleave opened its
+// first input, in a process that had already iterated the dataset, resumes
+// with the restoring process's count.
+TEST_CASE("checkpoint: a captured reshuffling dataset saved before a second iterator's first input",
+          "[stages][checkpoint][!mayfail]") {
+  const auto make = [] {
+    auto inner = range(4).shuffle(4, {.seed = 3, .reshuffle_each_iteration = true});
+    return range(3).interleave([inner](std::int64_t) { return inner; }, {.cycle_length = 1});
+  };
+  const auto ds = make();
+  {
+    auto first = ds.iterator();
+    drain_steps(first);
+  }
+  auto second = ds.iterator();
+  const IteratorState state = second.save();
+  const auto expected = drain_steps(second);
+  const auto fresh = make();
+  auto restored = fresh.iterator(state);
+  CHECK(drain_steps(restored) == expected);
+}
+
 TEST_CASE("checkpoint: unbatch stores the batch it is splitting", "[stages][checkpoint]") {
   check_restore_everywhere([] { return range(10).batch(4).unbatch().batch(3); });
   check_restore_everywhere([] {
