@@ -12,6 +12,8 @@
 //                             readahead): what latency hiding buys
 //   W9/s3/no_proxy            remote straight from the store (no added latency, no bandwidth
 //                             limit): the store's own rate on this machine
+//   W9/s3/no_proxy_4x8MiB     the same with 4 ranged requests of 8 MiB in flight per file
+//                             (large ranges cost SeaweedFS half the CPU per byte of 1-2 MiB ones)
 //   W9-indexed/local          W3's records read by position (indexed_tfrecord with a global
 //                             shuffle, `take` of them per pass: one record per random read),
 //                             local files: the reference of the two below
@@ -163,6 +165,7 @@ void ingest::bench::register_benchmarks(const Config& config) {
   // The store itself on this machine, without the proxy's latency and
   // bandwidth limit: how fast SeaweedFS serves W3 here (it shares the cores).
   ms(benchmark::RegisterBenchmark("W9/s3/no_proxy", s3, std::size_t{0}, Knobs{}, false));
+  ms(benchmark::RegisterBenchmark("W9/s3/no_proxy_4x8MiB", s3, std::size_t{4}, Knobs{}, false));
   set_reference("W9/", "W9/local");
 
   // Random reads: one record per range request, so the round trip, not the
