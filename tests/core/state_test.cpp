@@ -163,8 +163,8 @@ TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian
   const auto b = bytes_of(s.bytes());
   REQUIRE(b.size() == 24 + 4 + 4);
   CHECK(std::string(reinterpret_cast<const char*>(b.data()), 4) == "INGS");
-  CHECK(b[4] ==
-        std::byte{4});  // format version 4: repeat and concatenate store the counters below them
+  // format version 5: interleave and flat_map store the counters their functions' datasets share
+  CHECK(b[4] == std::byte{5});
   CHECK(b[8] == std::byte{0x88});
   CHECK(b[15] == std::byte{0x11});
   CHECK(b[16] == std::byte{4});
@@ -186,8 +186,8 @@ TEST_CASE("corrupt states raise DataLossError with the offset", "[core][state]")
   }
   SECTION("unknown version") {
     auto b = good;
-    b[4] = std::byte{5};
-    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 5") == 4);
+    b[4] = std::byte{6};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 6") == 4);
   }
   SECTION("a flipped payload byte fails the CRC") {
     auto b = good;

@@ -7,7 +7,7 @@
 // An IteratorState's bytes, all integers little-endian:
 //
 //   offset 0   "INGS"                         magic
-//   offset 4   u32 format version             (4)
+//   offset 4   u32 format version             (5)
 //   offset 8   u64 pipeline fingerprint
 //   offset 16  u64 payload length L
 //   offset 24  L bytes payload                what the stages wrote
@@ -61,6 +61,12 @@ class Fingerprint {
   /// A fingerprint that also collects the counters its datasets name
   /// (detail::PassCounters).
   explicit Fingerprint(std::vector<CounterRef>* counters) noexcept : counters_(counters) {}
+  /// Only collects the counters, hashing nothing (value() is then meaningless).
+  static Fingerprint counters_only(std::vector<CounterRef>* counters) noexcept {
+    Fingerprint fp(counters);
+    fp.hash_ = false;
+    return fp;
+  }
 
   /// Names a dataset's counter (its value is no part of the fingerprint).
   /// A state of an iterator that makes its input's iterators later (repeat's
@@ -121,6 +127,7 @@ class Fingerprint {
 
  private:
   void mix(const void* data, std::size_t n) noexcept {
+    if (!hash_) return;
     const auto* p = static_cast<const unsigned char*>(data);
     for (std::size_t i = 0; i < n; ++i) {
       h_ ^= p[i];
@@ -131,6 +138,7 @@ class Fingerprint {
   std::vector<CounterRef>* counters_ = nullptr;
   int anchored_ = 0;  // depth below anchors
   int ahead_ = 0;     // depth below makers below an anchor
+  bool hash_ = true;  // false: counters_only
 };
 
 namespace detail {
@@ -594,7 +602,7 @@ class StateReader {
 /// A value type; `bytes()` is what write_state stores.
 class IteratorState {
  public:
-  static constexpr std::uint32_t format_version = 4;
+  static constexpr std::uint32_t format_version = 5;
   static constexpr std::size_t header_bytes = 24;
   static constexpr std::size_t crc_bytes = 4;
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -346,6 +347,85 @@ class PassCounters {
   };
   std::vector<Fingerprint::CounterRef> counters_;
   std::vector<Saved> saved_;
+};
+
+/// The counters of the datasets an `interleave`'s or `flat_map`'s function
+/// returns, as far as a state needs them: those the calls share (a dataset
+/// the function captures, whose every new iterator takes the next pass).
+/// Those datasets are made per input element, so no walk of the pipeline
+/// reaches them; a restored open input sets its dataset's count past its own
+/// pass (detail::restored_pass), but a state holding none of them (saved
+/// before the stage opened its first input) would leave the next ones to the
+/// restoring process's count. So a counter found at the same place in the
+/// datasets of two calls in a row is one the calls share (the last call's
+/// counters are held, so a new one cannot reuse a freed one's address);
+/// states store the shared ones' values, and the first dataset a restored
+/// iterator gets from the function has them set before its iterator is made.
+/// Shared by the stage's dataset copies and iterators.
+class ReturnedCounters {
+ public:
+  /// (place in the returned dataset's walk, value) of the shared counters.
+  using Values = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+  /// `d` is what the function just returned: its counters are noted, after
+  /// `pending` (a restore's values, then cleared) is set on them. `found`
+  /// is the caller's scratch (kept between calls: no allocation per call).
+  template <class D>
+  void note(const D& d, Values& pending, std::vector<Fingerprint::CounterRef>& found) {
+    found.clear();
+    Fingerprint fp = Fingerprint::counters_only(&found);
+    fingerprint_of(d, fp);
+    for (const auto& [place, value] : pending) {
+      if (place < found.size()) found[place].counter->store(value, std::memory_order_relaxed);
+    }
+    pending.clear();
+    if (found.empty() && !any_.load(std::memory_order_relaxed)) return;
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      if (i < last_.size() && last_[i] == found[i].counter) {
+        if (shared_.size() <= i) shared_.resize(i + 1);
+        shared_[i] = found[i].counter;
+      }
+    }
+    last_.clear();
+    for (const Fingerprint::CounterRef& c : found) last_.push_back(c.counter);
+    any_.store(!last_.empty(), std::memory_order_relaxed);
+  }
+
+  void save(StateWriter& w) const {
+    std::lock_guard lock(mu_);
+    std::uint64_t n = 0;
+    for (const Fingerprint::Counter& c : shared_) n += c ? 1 : 0;
+    w.write_u64(n);
+    for (std::size_t i = 0; i < shared_.size(); ++i) {
+      if (!shared_[i]) continue;
+      w.write_u64(i);
+      w.write_u64(shared_[i]->load(std::memory_order_relaxed));
+    }
+  }
+  /// Reads what save() wrote, for note() to set.
+  static Values read(StateReader& r) {
+    const std::uint64_t at = r.offset();
+    const std::uint64_t n = r.read_u64();
+    if (n > r.remaining() / 16) {
+      throw_state_error("the state holds " + std::to_string(n) +
+                            " shared counters of the datasets a function returned, more than "
+                            "its bytes can",
+                        at);
+    }
+    Values values(static_cast<std::size_t>(n));
+    for (auto& [place, value] : values) {
+      place = r.read_u64();
+      value = r.read_u64();
+    }
+    return values;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<bool> any_{false};              // last_ is not empty
+  std::vector<Fingerprint::Counter> last_;    // the counters of the last call's dataset
+  std::vector<Fingerprint::Counter> shared_;  // by place: those two calls in a row shared
 };
 
 /// One stage of a pipeline's description: its name and the fingerprint of

@@ -9,15 +9,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/flatten.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/runtime/probe.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
 namespace ingest {
@@ -33,8 +36,13 @@ class FlatMapIterator {
   using value_type = typename Inner::element_type;
 
   /// `ctx` is the context the datasets f returns are iterated in.
-  FlatMapIterator(InputIt input, F f, IteratorContext ctx)
-      : input_(std::move(input)), f_(std::move(f)), datasets_(std::move(ctx), " (each input)") {}
+  FlatMapIterator(InputIt input, F f, IteratorContext ctx,
+                  std::shared_ptr<detail::ReturnedCounters> returned =
+                      std::make_shared<detail::ReturnedCounters>())
+      : input_(std::move(input)),
+        f_(std::move(f)),
+        returned_(std::move(returned)),
+        datasets_(std::move(ctx), " (each input)") {}
 
   std::optional<value_type> next() {
     return datasets_.next([&]() -> std::optional<Inner> {
@@ -42,14 +50,16 @@ class FlatMapIterator {
       if (!x) return std::nullopt;
       const std::int64_t index = index_++;
       if constexpr (keeps_source) source_ = *x;  // a copy per input element, for checkpoints
-      return detail::invoke_user("flat_map", index, f_, std::move(*x));
+      return dataset_of(index, std::move(*x));
     });
   }
 
-  /// Checkpoint: the input index, the input element whose dataset is open
-  /// (through ingest::serializer, to call f on it again at a restore) and
-  /// that dataset's state, then the input.
+  /// Checkpoint: the counters the datasets f returns share
+  /// (detail::ReturnedCounters), the input index, the input element whose
+  /// dataset is open (through ingest::serializer, to call f on it again at a
+  /// restore) and that dataset's state, then the input.
   void save(StateWriter& w) const requires(serializable<In>&& std::is_copy_constructible_v<In>) {
+    returned_->save(w);
     w.write(index_, datasets_.open());
     if (datasets_.open()) {
       w.write_element(*source_);
@@ -58,21 +68,33 @@ class FlatMapIterator {
     input_.save(w);
   }
   void restore(StateReader& r) requires(serializable<In>&& std::is_copy_constructible_v<In>) {
+    pending_ = detail::ReturnedCounters::read(r);
     bool open = false;
     r.read(index_, open);
     if (open) {
       source_ = r.read_element<In>("flat_map");
       In x = *source_;
-      datasets_.restore(detail::invoke_user("flat_map", index_ - 1, f_, std::move(x)), r);
+      datasets_.restore(dataset_of(index_ - 1, std::move(x)), r);
     }
     input_.restore(r);
   }
 
  private:
+  // f's dataset for input element `x` (number `index`), its counters noted
+  // (and a restore's values set on them).
+  Inner dataset_of(std::int64_t index, In x) {
+    Inner d = detail::invoke_user("flat_map", index, f_, std::move(x));
+    returned_->note(d, pending_, found_);
+    return d;
+  }
+
   static constexpr bool keeps_source = serializable<In> && std::is_copy_constructible_v<In>;
 
   InputIt input_;
   F f_;
+  std::shared_ptr<detail::ReturnedCounters> returned_;  // the dataset's, shared by its iterators
+  detail::ReturnedCounters::Values pending_;            // a restore's, for the next dataset of f
+  std::vector<Fingerprint::CounterRef> found_;          // scratch of returned_->note
   detail::Flattener<Inner> datasets_;
   std::int64_t index_ = 0;
   std::optional<In> source_;  // the input element whose dataset is open
@@ -90,11 +112,13 @@ class FlatMapDataset
       : FlatMapDataset::UnaryStage(std::move(input)), f_(std::move(f)) {}
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
-    return FlatMapIterator<It, F>(std::move(input), f_, ctx);
+    return FlatMapIterator<It, F>(std::move(input), f_, ctx, returned_);
   }
 
  private:
   F f_;
+  std::shared_ptr<detail::ReturnedCounters> returned_ =
+      std::make_shared<detail::ReturnedCounters>();  // shared by copies
 };
 
 }  // namespace ingest

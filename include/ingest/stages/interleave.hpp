@@ -42,6 +42,7 @@
 #include "ingest/runtime/anchors.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/prefetcher.hpp"
+#include "ingest/runtime/probe.hpp"
 #include "ingest/runtime/runtime_core.hpp"
 #include "ingest/runtime/unary_stage.hpp"
 
@@ -72,10 +73,13 @@ class InterleaveIterator {
   /// `ctx` is the context of the opened datasets; `cancel` the source whose
   /// token it (and the input's) carries, stopped when this is destroyed.
   InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx,
-                     CancellationSource cancel = {})
+                     CancellationSource cancel = {},
+                     std::shared_ptr<detail::ReturnedCounters> returned =
+                         std::make_shared<detail::ReturnedCounters>())
       : cancel_(std::move(cancel)),
         input_(std::move(input)),
         f_(std::move(f)),
+        returned_(std::move(returned)),
         config_(config),
         ctx_(std::move(ctx)),
         parallel_(config.parallelism > 1 || config.tuned_parallelism != nullptr),
@@ -146,6 +150,7 @@ class InterleaveIterator {
     for (const Element& e : future_) {
       if (pending_error(e)) throw_error_pending();
     }
+    returned_->save(w);
     w.write(config_.cycle_length, index_, block_, input_done_, input_index_, cycle_.size(),
             future_.size());
     for (const auto& slot : cycle_) {
@@ -156,6 +161,7 @@ class InterleaveIterator {
     input_.save(w);
   }
   void restore(StateReader& r) requires keeps_sources {
+    pending_ = detail::ReturnedCounters::read(r);
     const std::uint64_t at = r.offset();
     std::size_t cycle_length = 0, slots = 0, ahead = 0;
     r.read(cycle_length, index_, block_, input_done_, input_index_, slots, ahead);
@@ -221,6 +227,14 @@ class InterleaveIterator {
     }
   }
 
+  // f's dataset for input element `x` (number `index`), its counters noted
+  // (and a restore's values set on them), and its iterator.
+  InnerIt open_dataset(std::int64_t index, In x) {
+    Inner d = detail::invoke_user("interleave", index, f_, std::move(x));
+    returned_->note(d, pending_, found_);
+    return detail::child_iterator(d, ctx_, " (each input)");
+  }
+
   // Opens an element again from a checkpoint: f on its input element, its
   // dataset moved to the saved position, then a fetcher if inputs are
   // pulled through them now.
@@ -229,8 +243,7 @@ class InterleaveIterator {
     Element e;
     r.read(e.input_index);
     e.source = x;
-    InnerIt it = detail::child_iterator(
-        detail::invoke_user("interleave", e.input_index, f_, std::move(x)), ctx_, " (each input)");
+    InnerIt it = open_dataset(e.input_index, std::move(x));
     if (with_position) {
       const detail::Replay replay = detail::read_position(r, it, "interleave");
       replay.expect_in_order("interleave");
@@ -355,8 +368,7 @@ class InterleaveIterator {
     e.input_index = index;
     if constexpr (keeps_sources) e.source = *x;  // a copy per input element, for checkpoints
     try {
-      InnerIt it = detail::child_iterator(
-          detail::invoke_user("interleave", index, f_, std::move(*x)), ctx_, " (each input)");
+      InnerIt it = open_dataset(index, std::move(*x));
       if (fetch_new_inputs()) {
         start_fetcher(e, std::move(it));
       } else {
@@ -467,6 +479,9 @@ class InterleaveIterator {
   CancellationSource cancel_;  // stopped first in the destructor
   InputIt input_;
   F f_;
+  std::shared_ptr<detail::ReturnedCounters> returned_;  // the dataset's, shared by its iterators
+  detail::ReturnedCounters::Values pending_;            // a restore's, for the next dataset of f
+  std::vector<Fingerprint::CounterRef> found_;          // scratch of returned_->note
   Config config_;
   IteratorContext ctx_;
   bool parallel_;
@@ -520,8 +535,8 @@ class InterleaveDataset
     }
     CancellationSource cancel(ctx.cancellation);
     const IteratorContext inner = ctx.cancellable_by(cancel);
-    return InterleaveIterator<detail::child_iterator_t<Input>, F>(this->input_iterator(inner), f_,
-                                                                  config, inner, std::move(cancel));
+    return InterleaveIterator<detail::child_iterator_t<Input>, F>(
+        this->input_iterator(inner), f_, config, inner, std::move(cancel), returned_);
   }
 
   /// The cycle length and block length (parallelism is not: a state
@@ -533,6 +548,8 @@ class InterleaveDataset
  private:
   F f_;
   InterleaveOptions options_;
+  std::shared_ptr<detail::ReturnedCounters> returned_ =
+      std::make_shared<detail::ReturnedCounters>();  // shared by copies
 };
 
 }  // namespace ingest
