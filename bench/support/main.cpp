@@ -31,7 +31,8 @@ State& state() {
   return s;
 }
 
-// Remembers the rate of every run as it is reported.
+// Remembers the rate of every run as it is reported; a benchmark repeated
+// (--benchmark_repetitions) is represented by the median of its repetitions.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -39,11 +40,19 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const Run& run : runs) {
       if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
       auto it = run.counters.find("items_per_second");
-      if (it != run.counters.end()) rates_[run.benchmark_name()] = it->second.value;
+      if (it != run.counters.end()) runs_[run.benchmark_name()].push_back(it->second.value);
     }
   }
 
-  void print_ratios() const {
+  void print_ratios() {
+    std::size_t repetitions = 1;
+    for (auto& [name, values] : runs_) {
+      std::sort(values.begin(), values.end());
+      const std::size_t n = values.size();
+      rates_[name] = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+      repetitions = std::max(repetitions, n);
+    }
+    const std::string of = repetitions > 1 ? ", medians of the repetitions" : "";
     bool header = false;
     for (const auto& r : state().references) {
       // The reference is the first benchmark whose name starts with r.name
@@ -54,7 +63,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       for (const auto& [name, rate] : rates_) {
         if (name == ref->first || name.rfind(r.prefix, 0) != 0) continue;
         if (!header) {
-          std::printf("\nRatios against the reference measured in this run (items/s):\n");
+          std::printf("\nRatios against the reference measured in this run (items/s%s):\n",
+                      of.c_str());
           header = true;
         }
         std::string against = ref->first;
@@ -80,7 +90,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
 
  private:
-  std::map<std::string, double> rates_;
+  std::map<std::string, std::vector<double>> runs_;  // items/s of each repetition
+  std::map<std::string, double> rates_;              // their medians
 };
 
 }  // namespace
