@@ -584,20 +584,18 @@ TEST_CASE("checkpoint: a reshuffling dataset that an interleave or flat_map func
 // for a shared one.
 template <class Make>
 void check_second_iterator_restores(Make make) {
-  const auto reference = make();
-  {
-    auto first = reference.iterator();
+  const auto iterated_once = [&] {
+    const auto ds = make();
+    auto first = ds.iterator();
     drain_steps(first);
-  }
+    return ds;
+  };
+  const auto reference = iterated_once();
   auto second = reference.iterator();
   const auto full = drain_steps(second);
   for (std::size_t k = 0; k <= full.size(); ++k) {
     INFO("saved after " << k << " of " << full.size() << " steps of the second iterator");
-    const auto ds = make();
-    {
-      auto first = ds.iterator();
-      drain_steps(first);
-    }
+    const auto ds = iterated_once();
     auto it = ds.iterator();
     for (std::size_t i = 0; i < k; ++i) REQUIRE(next_step(it).has_value());
     const IteratorState state = it.save();

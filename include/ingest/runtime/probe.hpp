@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -361,50 +362,61 @@ class PassCounters {
 /// counters are held, so a new one cannot reuse a freed one's address);
 /// states store the shared ones' values, and the first dataset a restored
 /// iterator gets from the function has them set before its iterator is made.
-/// Shared by the stage's dataset copies and iterators.
+/// An iterator holds one; the Record is shared by the stage's dataset copies
+/// and iterators.
 class ReturnedCounters {
  public:
-  /// (place in the returned dataset's walk, value) of the shared counters.
-  using Values = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  /// What the calls of all the stage's iterators found.
+  class Record {
+    friend class ReturnedCounters;
+    mutable std::mutex mu_;
+    std::atomic<bool> any_{false};              // last_ is not empty
+    std::vector<Fingerprint::Counter> last_;    // the counters of the last call's dataset
+    std::vector<Fingerprint::Counter> shared_;  // by place: those two calls in a row shared
+  };
+
+  explicit ReturnedCounters(std::shared_ptr<Record> record) : record_(std::move(record)) {}
 
   /// `d` is what the function just returned: its counters are noted, after
-  /// `pending` (a restore's values, then cleared) is set on them. `found`
-  /// is the caller's scratch (kept between calls: no allocation per call).
+  /// the values a restore left pending are set on them.
   template <class D>
-  void note(const D& d, Values& pending, std::vector<Fingerprint::CounterRef>& found) {
-    found.clear();
-    Fingerprint fp = Fingerprint::counters_only(&found);
+  void note(const D& d) {
+    found_.clear();  // kept between calls: no allocation per call
+    Fingerprint fp = Fingerprint::counters_only(&found_);
     fingerprint_of(d, fp);
-    for (const auto& [place, value] : pending) {
-      if (place < found.size()) found[place].counter->store(value, std::memory_order_relaxed);
+    for (const auto& [place, value] : pending_) {
+      if (place < found_.size()) found_[place].counter->store(value, std::memory_order_relaxed);
     }
-    pending.clear();
-    if (found.empty() && !any_.load(std::memory_order_relaxed)) return;
-    std::lock_guard lock(mu_);
-    for (std::size_t i = 0; i < found.size(); ++i) {
-      if (i < last_.size() && last_[i] == found[i].counter) {
-        if (shared_.size() <= i) shared_.resize(i + 1);
-        shared_[i] = found[i].counter;
+    pending_.clear();
+    Record& r = *record_;
+    if (found_.empty() && !r.any_.load(std::memory_order_relaxed)) return;
+    std::lock_guard lock(r.mu_);
+    for (std::size_t i = 0; i < found_.size(); ++i) {
+      if (i < r.last_.size() && r.last_[i] == found_[i].counter) {
+        if (r.shared_.size() <= i) r.shared_.resize(i + 1);
+        r.shared_[i] = found_[i].counter;
       }
     }
-    last_.clear();
-    for (const Fingerprint::CounterRef& c : found) last_.push_back(c.counter);
-    any_.store(!last_.empty(), std::memory_order_relaxed);
+    r.last_.clear();
+    for (const Fingerprint::CounterRef& c : found_) r.last_.push_back(c.counter);
+    r.any_.store(!r.last_.empty(), std::memory_order_relaxed);
   }
 
+  /// The shared counters: their number, then (place, value) each.
   void save(StateWriter& w) const {
-    std::lock_guard lock(mu_);
+    const Record& r = *record_;
+    std::lock_guard lock(r.mu_);
     std::uint64_t n = 0;
-    for (const Fingerprint::Counter& c : shared_) n += c ? 1 : 0;
+    for (const Fingerprint::Counter& c : r.shared_) n += c ? 1 : 0;
     w.write_u64(n);
-    for (std::size_t i = 0; i < shared_.size(); ++i) {
-      if (!shared_[i]) continue;
+    for (std::size_t i = 0; i < r.shared_.size(); ++i) {
+      if (!r.shared_[i]) continue;
       w.write_u64(i);
-      w.write_u64(shared_[i]->load(std::memory_order_relaxed));
+      w.write_u64(r.shared_[i]->load(std::memory_order_relaxed));
     }
   }
-  /// Reads what save() wrote, for note() to set.
-  static Values read(StateReader& r) {
+  /// Reads what save() wrote, for the next note() to set.
+  void restore(StateReader& r) {
     const std::uint64_t at = r.offset();
     const std::uint64_t n = r.read_u64();
     if (n > r.remaining() / 16) {
@@ -413,19 +425,17 @@ class ReturnedCounters {
                             "its bytes can",
                         at);
     }
-    Values values(static_cast<std::size_t>(n));
-    for (auto& [place, value] : values) {
+    pending_.resize(static_cast<std::size_t>(n));
+    for (auto& [place, value] : pending_) {
       place = r.read_u64();
       value = r.read_u64();
     }
-    return values;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::atomic<bool> any_{false};              // last_ is not empty
-  std::vector<Fingerprint::Counter> last_;    // the counters of the last call's dataset
-  std::vector<Fingerprint::Counter> shared_;  // by place: those two calls in a row shared
+  std::shared_ptr<Record> record_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pending_;  // a restore's (place, value)
+  std::vector<Fingerprint::CounterRef> found_;                    // the last call's counters
 };
 
 /// One stage of a pipeline's description: its name and the fingerprint of

@@ -14,7 +14,6 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
@@ -37,8 +36,8 @@ class FlatMapIterator {
 
   /// `ctx` is the context the datasets f returns are iterated in.
   FlatMapIterator(InputIt input, F f, IteratorContext ctx,
-                  std::shared_ptr<detail::ReturnedCounters> returned =
-                      std::make_shared<detail::ReturnedCounters>())
+                  std::shared_ptr<detail::ReturnedCounters::Record> returned =
+                      std::make_shared<detail::ReturnedCounters::Record>())
       : input_(std::move(input)),
         f_(std::move(f)),
         returned_(std::move(returned)),
@@ -59,7 +58,7 @@ class FlatMapIterator {
   /// dataset is open (through ingest::serializer, to call f on it again at a
   /// restore) and that dataset's state, then the input.
   void save(StateWriter& w) const requires(serializable<In>&& std::is_copy_constructible_v<In>) {
-    returned_->save(w);
+    returned_.save(w);
     w.write(index_, datasets_.open());
     if (datasets_.open()) {
       w.write_element(*source_);
@@ -68,7 +67,7 @@ class FlatMapIterator {
     input_.save(w);
   }
   void restore(StateReader& r) requires(serializable<In>&& std::is_copy_constructible_v<In>) {
-    pending_ = detail::ReturnedCounters::read(r);
+    returned_.restore(r);
     bool open = false;
     r.read(index_, open);
     if (open) {
@@ -84,7 +83,7 @@ class FlatMapIterator {
   // (and a restore's values set on them).
   Inner dataset_of(std::int64_t index, In x) {
     Inner d = detail::invoke_user("flat_map", index, f_, std::move(x));
-    returned_->note(d, pending_, found_);
+    returned_.note(d);
     return d;
   }
 
@@ -92,9 +91,7 @@ class FlatMapIterator {
 
   InputIt input_;
   F f_;
-  std::shared_ptr<detail::ReturnedCounters> returned_;  // the dataset's, shared by its iterators
-  detail::ReturnedCounters::Values pending_;            // a restore's, for the next dataset of f
-  std::vector<Fingerprint::CounterRef> found_;          // scratch of returned_->note
+  detail::ReturnedCounters returned_;  // of the datasets f returns
   detail::Flattener<Inner> datasets_;
   std::int64_t index_ = 0;
   std::optional<In> source_;  // the input element whose dataset is open
@@ -117,8 +114,8 @@ class FlatMapDataset
 
  private:
   F f_;
-  std::shared_ptr<detail::ReturnedCounters> returned_ =
-      std::make_shared<detail::ReturnedCounters>();  // shared by copies
+  std::shared_ptr<detail::ReturnedCounters::Record> returned_ =
+      std::make_shared<detail::ReturnedCounters::Record>();  // shared by copies and iterators
 };
 
 }  // namespace ingest

@@ -74,8 +74,8 @@ class InterleaveIterator {
   /// token it (and the input's) carries, stopped when this is destroyed.
   InterleaveIterator(InputIt input, F f, Config config, IteratorContext ctx,
                      CancellationSource cancel = {},
-                     std::shared_ptr<detail::ReturnedCounters> returned =
-                         std::make_shared<detail::ReturnedCounters>())
+                     std::shared_ptr<detail::ReturnedCounters::Record> returned =
+                         std::make_shared<detail::ReturnedCounters::Record>())
       : cancel_(std::move(cancel)),
         input_(std::move(input)),
         f_(std::move(f)),
@@ -150,7 +150,7 @@ class InterleaveIterator {
     for (const Element& e : future_) {
       if (pending_error(e)) throw_error_pending();
     }
-    returned_->save(w);
+    returned_.save(w);
     w.write(config_.cycle_length, index_, block_, input_done_, input_index_, cycle_.size(),
             future_.size());
     for (const auto& slot : cycle_) {
@@ -161,7 +161,7 @@ class InterleaveIterator {
     input_.save(w);
   }
   void restore(StateReader& r) requires keeps_sources {
-    pending_ = detail::ReturnedCounters::read(r);
+    returned_.restore(r);
     const std::uint64_t at = r.offset();
     std::size_t cycle_length = 0, slots = 0, ahead = 0;
     r.read(cycle_length, index_, block_, input_done_, input_index_, slots, ahead);
@@ -231,7 +231,7 @@ class InterleaveIterator {
   // (and a restore's values set on them), and its iterator.
   InnerIt open_dataset(std::int64_t index, In x) {
     Inner d = detail::invoke_user("interleave", index, f_, std::move(x));
-    returned_->note(d, pending_, found_);
+    returned_.note(d);
     return detail::child_iterator(d, ctx_, " (each input)");
   }
 
@@ -479,9 +479,7 @@ class InterleaveIterator {
   CancellationSource cancel_;  // stopped first in the destructor
   InputIt input_;
   F f_;
-  std::shared_ptr<detail::ReturnedCounters> returned_;  // the dataset's, shared by its iterators
-  detail::ReturnedCounters::Values pending_;            // a restore's, for the next dataset of f
-  std::vector<Fingerprint::CounterRef> found_;          // scratch of returned_->note
+  detail::ReturnedCounters returned_;  // of the datasets f returns
   Config config_;
   IteratorContext ctx_;
   bool parallel_;
@@ -548,8 +546,8 @@ class InterleaveDataset
  private:
   F f_;
   InterleaveOptions options_;
-  std::shared_ptr<detail::ReturnedCounters> returned_ =
-      std::make_shared<detail::ReturnedCounters>();  // shared by copies
+  std::shared_ptr<detail::ReturnedCounters::Record> returned_ =
+      std::make_shared<detail::ReturnedCounters::Record>();  // shared by copies and iterators
 };
 
 }  // namespace ingest
