@@ -163,8 +163,9 @@ TEST_CASE("state layout: magic, version, fingerprint, length, CRC, little-endian
   const auto b = bytes_of(s.bytes());
   REQUIRE(b.size() == 24 + 4 + 4);
   CHECK(std::string(reinterpret_cast<const char*>(b.data()), 4) == "INGS");
-  // format version 5: interleave and flat_map store the counters their functions' datasets share
-  CHECK(b[4] == std::byte{5});
+  // format version 6: interleave and flat_map store the counters their functions' datasets
+  // share with the fingerprint of the dataset each was found in
+  CHECK(b[4] == std::byte{6});
   CHECK(b[8] == std::byte{0x88});
   CHECK(b[15] == std::byte{0x11});
   CHECK(b[16] == std::byte{4});
@@ -186,8 +187,8 @@ TEST_CASE("corrupt states raise DataLossError with the offset", "[core][state]")
   }
   SECTION("unknown version") {
     auto b = good;
-    b[4] = std::byte{6};
-    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 6") == 4);
+    b[4] = std::byte{7};
+    CHECK(data_loss_offset([&] { IteratorState::from_bytes(b); }, "version 7") == 4);
   }
   SECTION("a flipped payload byte fails the CRC") {
     auto b = good;

@@ -622,6 +622,24 @@ TEST_CASE("checkpoint: a second iterator restores the passes of a dataset its fu
       });
     });
   }
+  SECTION("two captured datasets, returned alternately") {
+    // No two calls in a row return the same dataset; each of the two keeps
+    // its own count of passes.
+    check_second_iterator_restores([] {
+      auto a = range(4).shuffle(4, {.seed = 3, .reshuffle_each_iteration = true});
+      auto b = range(5).shuffle(5, {.seed = 7, .reshuffle_each_iteration = true});
+      return range(6).interleave([a, b](std::int64_t x) { return x % 2 == 0 ? a : b; },
+                                 {.cycle_length = 1});
+    });
+    check_second_iterator_restores([] {
+      auto a = range(3).shuffle(3, {.seed = 1, .reshuffle_each_iteration = true});
+      auto b = range(4).shuffle(4, {.seed = 2, .reshuffle_each_iteration = true});
+      auto c = range(5).shuffle(5, {.seed = 4, .reshuffle_each_iteration = true});
+      return range(7).flat_map([a, b, c](std::int64_t x) {
+        return x % 3 == 0 ? a : x % 3 == 1 ? b : c;
+      });
+    });
+  }
   SECTION("a dataset made at each call is not shared") {
     check_second_iterator_restores([] {
       return range(3).interleave(
@@ -630,6 +648,14 @@ TEST_CASE("checkpoint: a second iterator restores the passes of a dataset its fu
                 4, {.seed = static_cast<std::uint64_t>(x), .reshuffle_each_iteration = true});
           },
           {.cycle_length = 1});
+    });
+    // One call's dataset naming the counter twice does not make it shared.
+    check_second_iterator_restores([] {
+      return range(3).flat_map([](std::int64_t x) {
+        auto s = range(3).shuffle(
+            3, {.seed = static_cast<std::uint64_t>(x), .reshuffle_each_iteration = true});
+        return s.concatenate(s);
+      });
     });
   }
 }

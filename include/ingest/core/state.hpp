@@ -602,7 +602,7 @@ class StateReader {
 /// A value type; `bytes()` is what write_state stores.
 class IteratorState {
  public:
-  static constexpr std::uint32_t format_version = 5;
+  static constexpr std::uint32_t format_version = 6;
   static constexpr std::size_t header_bytes = 24;
   static constexpr std::size_t crc_bytes = 4;
 

@@ -10,6 +10,8 @@
 // pipeline iterated with measurement off) a probe is a pass-through.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -357,85 +359,144 @@ class PassCounters {
 /// reaches them; a restored open input sets its dataset's count past its own
 /// pass (detail::restored_pass), but a state holding none of them (saved
 /// before the stage opened its first input) would leave the next ones to the
-/// restoring process's count. So a counter found at the same place in the
-/// datasets of two calls in a row is one the calls share (the last call's
-/// counters are held, so a new one cannot reuse a freed one's address);
-/// states store the shared ones' values, and the first dataset a restored
-/// iterator gets from the function has them set before its iterator is made.
-/// An iterator holds one; the Record is shared by the stage's dataset copies
-/// and iterators.
+/// restoring process's count. So a counter that an earlier call's dataset
+/// also had is one the calls share (the counters of the last calls are held,
+/// so a new one cannot reuse a freed one's address). A shared counter is
+/// known in another process by its place in the walk of the returned dataset
+/// and by that dataset's fingerprint, where the fingerprint was the same at
+/// each call that returned the counter (a function choosing between captured
+/// datasets); where it was not (stages above the captured dataset whose
+/// parameters depend on the element), by its place alone. States store the
+/// shared counters' values, and a restored iterator sets each on the first
+/// dataset the function returns to it that matches it, before that dataset's
+/// iterator is made. An iterator holds one; the Record is shared by the
+/// stage's dataset copies and iterators.
 class ReturnedCounters {
  public:
   /// What the calls of all the stage's iterators found.
   class Record {
     friend class ReturnedCounters;
+    struct Seen {
+      Fingerprint::Counter counter;
+      std::uint64_t place = 0;    // in the walk of the returned dataset
+      std::uint64_t dataset = 0;  // the returned dataset's fingerprint
+      bool by_dataset = true;     // every call returning the counter had that fingerprint
+      std::uint64_t call = 0;     // the call that returned it first
+    };
+    // The counters of the last calls, held (a new counter cannot reuse a
+    // freed one's address): a function choosing among this many captured
+    // datasets' counters is recognised.
+    static constexpr std::size_t recent_capacity = 64;
     mutable std::mutex mu_;
-    std::atomic<bool> any_{false};              // last_ is not empty
-    std::vector<Fingerprint::Counter> last_;    // the counters of the last call's dataset
-    std::vector<Fingerprint::Counter> shared_;  // by place: those two calls in a row shared
+    std::vector<Seen> shared_;                    // returned by more than one call
+    std::array<Seen, recent_capacity> recent_{};  // returned once so far, a ring
+    std::size_t next_ = 0;                        // the ring's oldest (next to replace)
+    std::uint64_t calls_ = 0;                     // calls whose datasets had counters
   };
 
   explicit ReturnedCounters(std::shared_ptr<Record> record) : record_(std::move(record)) {}
 
   /// `d` is what the function just returned: its counters are noted, after
-  /// the values a restore left pending are set on them.
+  /// the values a restore left pending for it are set on them.
   template <class D>
   void note(const D& d) {
+    // Where the last call's dataset had counters, one walk collects and
+    // hashes; otherwise a walk that only collects comes first, so a
+    // function whose datasets have none pays no hashing.
     found_.clear();  // kept between calls: no allocation per call
-    Fingerprint fp = Fingerprint::counters_only(&found_);
-    fingerprint_of(d, fp);
-    for (const auto& [place, value] : pending_) {
-      if (place < found_.size()) found_[place].counter->store(value, std::memory_order_relaxed);
-    }
-    pending_.clear();
-    Record& r = *record_;
-    if (found_.empty() && !r.any_.load(std::memory_order_relaxed)) return;
-    std::lock_guard lock(r.mu_);
-    for (std::size_t i = 0; i < found_.size(); ++i) {
-      if (i < r.last_.size() && r.last_[i] == found_[i].counter) {
-        if (r.shared_.size() <= i) r.shared_.resize(i + 1);
-        r.shared_[i] = found_[i].counter;
+    std::uint64_t dataset = 0;
+    if (last_had_counters_) {
+      Fingerprint fp(&found_);
+      fingerprint_of(d, fp);
+      dataset = fp.value();
+    } else {
+      Fingerprint walk = Fingerprint::counters_only(&found_);
+      fingerprint_of(d, walk);
+      if (!found_.empty()) {
+        found_.clear();
+        Fingerprint fp(&found_);
+        fingerprint_of(d, fp);
+        dataset = fp.value();
       }
     }
-    r.last_.clear();
-    for (const Fingerprint::CounterRef& c : found_) r.last_.push_back(c.counter);
-    r.any_.store(!r.last_.empty(), std::memory_order_relaxed);
+    last_had_counters_ = !found_.empty();
+    if (found_.empty()) return;  // nothing to note, no lock
+    if (!pending_.empty()) {
+      std::erase_if(pending_, [&](const Pending& p) {
+        if (p.place >= found_.size() || (p.by_dataset && p.dataset != dataset)) return false;
+        found_[p.place].counter->store(p.value, std::memory_order_relaxed);
+        return true;
+      });
+    }
+    Record& r = *record_;
+    std::lock_guard lock(r.mu_);
+    const std::uint64_t call = ++r.calls_;
+    for (std::size_t i = 0; i < found_.size(); ++i) {
+      const Fingerprint::Counter& c = found_[i].counter;
+      const auto same = [&](const Record::Seen& s) { return s.counter == c; };
+      if (const auto known = std::find_if(r.shared_.begin(), r.shared_.end(), same);
+          known != r.shared_.end()) {
+        known->by_dataset = known->by_dataset && known->dataset == dataset;
+        known->place = i;
+        continue;
+      }
+      if (const auto once = std::find_if(r.recent_.begin(), r.recent_.end(), same);
+          once != r.recent_.end()) {
+        // Named twice by this call's dataset (`s.concatenate(s)`): not shared.
+        if (once->call == call) continue;
+        r.shared_.push_back(
+            {std::move(once->counter), i, once->dataset, once->dataset == dataset, call});
+        continue;
+      }
+      r.recent_[r.next_] = {c, i, dataset, true, call};
+      r.next_ = (r.next_ + 1) % Record::recent_capacity;
+    }
   }
 
-  /// The shared counters: their number, then (place, value) each.
+  /// The shared counters: their number, then (place, whether known by the
+  /// dataset's fingerprint, that fingerprint, value) each.
   void save(StateWriter& w) const {
     const Record& r = *record_;
     std::lock_guard lock(r.mu_);
-    std::uint64_t n = 0;
-    for (const Fingerprint::Counter& c : r.shared_) n += c ? 1 : 0;
-    w.write_u64(n);
-    for (std::size_t i = 0; i < r.shared_.size(); ++i) {
-      if (!r.shared_[i]) continue;
-      w.write_u64(i);
-      w.write_u64(r.shared_[i]->load(std::memory_order_relaxed));
+    w.write_u64(r.shared_.size());
+    for (const Record::Seen& s : r.shared_) {
+      w.write_u64(s.place);
+      w.write_bool(s.by_dataset);
+      w.write_u64(s.dataset);
+      w.write_u64(s.counter->load(std::memory_order_relaxed));
     }
   }
-  /// Reads what save() wrote, for the next note() to set.
+  /// Reads what save() wrote, for note() to set on the datasets they match.
   void restore(StateReader& r) {
     const std::uint64_t at = r.offset();
     const std::uint64_t n = r.read_u64();
-    if (n > r.remaining() / 16) {
+    if (n > r.remaining() / entry_bytes) {
       throw_state_error("the state holds " + std::to_string(n) +
                             " shared counters of the datasets a function returned, more than "
                             "its bytes can",
                         at);
     }
     pending_.resize(static_cast<std::size_t>(n));
-    for (auto& [place, value] : pending_) {
-      place = r.read_u64();
-      value = r.read_u64();
+    for (Pending& p : pending_) {
+      p.place = r.read_u64();
+      p.by_dataset = r.read_bool();
+      p.dataset = r.read_u64();
+      p.value = r.read_u64();
     }
   }
 
  private:
+  static constexpr std::uint64_t entry_bytes = 25;  // as save() writes one
+  struct Pending {
+    std::uint64_t place = 0;
+    bool by_dataset = true;
+    std::uint64_t dataset = 0;
+    std::uint64_t value = 0;
+  };
   std::shared_ptr<Record> record_;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> pending_;  // a restore's (place, value)
-  std::vector<Fingerprint::CounterRef> found_;                    // the last call's counters
+  std::vector<Pending> pending_;                // a restore's, until a dataset matches each
+  std::vector<Fingerprint::CounterRef> found_;  // the last call's counters
+  bool last_had_counters_ = false;
 };
 
 /// One stage of a pipeline's description: its name and the fingerprint of
