@@ -7,7 +7,7 @@
 // An IteratorState's bytes, all integers little-endian:
 //
 //   offset 0   "INGS"                         magic
-//   offset 4   u32 format version             (5)
+//   offset 4   u32 format version             (6)
 //   offset 8   u64 pipeline fingerprint
 //   offset 16  u64 payload length L
 //   offset 24  L bytes payload                what the stages wrote

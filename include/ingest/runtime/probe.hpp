@@ -11,7 +11,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -388,10 +387,10 @@ class ReturnedCounters {
     // datasets' counters is recognised.
     static constexpr std::size_t recent_capacity = 64;
     mutable std::mutex mu_;
-    std::vector<Seen> shared_;                    // returned by more than one call
-    std::array<Seen, recent_capacity> recent_{};  // returned once so far, a ring
-    std::size_t next_ = 0;                        // the ring's oldest (next to replace)
-    std::uint64_t calls_ = 0;                     // calls whose datasets had counters
+    std::vector<Seen> shared_;  // returned by more than one call
+    std::vector<Seen> recent_;  // returned once so far: grows to recent_capacity, then a ring
+    std::size_t next_ = 0;      // the ring's oldest (next to replace) once full
+    std::uint64_t calls_ = 0;   // calls whose datasets had counters
   };
 
   explicit ReturnedCounters(std::shared_ptr<Record> record) : record_(std::move(record)) {}
@@ -404,23 +403,17 @@ class ReturnedCounters {
     // hashes; otherwise a walk that only collects comes first, so a
     // function whose datasets have none pays no hashing.
     found_.clear();  // kept between calls: no allocation per call
-    std::uint64_t dataset = 0;
-    if (last_had_counters_) {
-      Fingerprint fp(&found_);
-      fingerprint_of(d, fp);
-      dataset = fp.value();
-    } else {
+    if (!last_had_counters_) {
       Fingerprint walk = Fingerprint::counters_only(&found_);
       fingerprint_of(d, walk);
-      if (!found_.empty()) {
-        found_.clear();
-        Fingerprint fp(&found_);
-        fingerprint_of(d, fp);
-        dataset = fp.value();
-      }
+      if (found_.empty()) return;  // nothing to note, no lock
+      found_.clear();
     }
+    Fingerprint fp(&found_);
+    fingerprint_of(d, fp);
+    const std::uint64_t dataset = fp.value();
     last_had_counters_ = !found_.empty();
-    if (found_.empty()) return;  // nothing to note, no lock
+    if (found_.empty()) return;
     if (!pending_.empty()) {
       std::erase_if(pending_, [&](const Pending& p) {
         if (p.place >= found_.size() || (p.by_dataset && p.dataset != dataset)) return false;
@@ -448,8 +441,12 @@ class ReturnedCounters {
             {std::move(once->counter), i, once->dataset, once->dataset == dataset, call});
         continue;
       }
-      r.recent_[r.next_] = {c, i, dataset, true, call};
-      r.next_ = (r.next_ + 1) % Record::recent_capacity;
+      if (r.recent_.size() < Record::recent_capacity) {
+        r.recent_.push_back({c, i, dataset, true, call});
+      } else {
+        r.recent_[r.next_] = {c, i, dataset, true, call};
+        r.next_ = (r.next_ + 1) % Record::recent_capacity;
+      }
     }
   }
 
