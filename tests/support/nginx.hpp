@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "support/files.hpp"
+#include "support/ports.hpp"
 
 namespace ingest::testing {
 
@@ -52,37 +53,6 @@ inline std::string find_program(const std::string& name,
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
-}
-
-/// A free TCP port on 127.0.0.1 (bound to port 0, then released).
-inline std::uint16_t free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("cannot bind a free port on 127.0.0.1");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-/// True if something accepts connections on 127.0.0.1:port.
-inline bool loopback_port_accepts(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
 }
 
 /// Runs `argv` to completion with stdout/stderr to `log`; its exit status.
@@ -150,68 +120,17 @@ class NginxServer {
       throw std::runtime_error(
           "nginx is not installed: run scripts/install-deps.sh (package nginx-light)");
     }
-    port_ = free_loopback_port();
-    // /slow/<name> serves <name> at `slow_rate` bytes a second (nginx
-    // sends each request's first second's worth at once); /unavailable/…
-    // answers 503 with Retry-After: 1, /forbidden/… 403.
-    std::string servers = "  server {\n    listen 127.0.0.1:" + std::to_string(port_) +
-                          ";\n    root " + root + ";\n    location /slow/ {\n      alias " + root +
-                          "/;\n      limit_rate " + std::to_string(slow_rate) + ";\n    }\n" +
-                          "    location /unavailable/ {\n      add_header Retry-After 1 always;\n  "
-                          "    return 503;\n    }\n" +
-                          "    location /forbidden/ {\n      return 403;\n    }\n  }\n";
-    if (tls) {
-      certificate_ = make_self_signed_certificate(dir_);
-      do {
-        tls_port_ = free_loopback_port();
-      } while (tls_port_ == port_);
-      servers += "  server {\n    listen 127.0.0.1:" + std::to_string(tls_port_) +
-                 " ssl;\n    ssl_certificate " + certificate_.certificate +
-                 ";\n    ssl_certificate_key " + certificate_.key + ";\n    root " + root +
-                 ";\n  }\n";
-    }
-    const std::string d = dir_.path().string();
-    const std::string conf =
-        "daemon off;\nmaster_process off;\nworker_processes 1;\npid " + d +
-        "/nginx.pid;\nerror_log " + d + "/error.log warn;\nevents { worker_connections 512; }\n" +
-        "http {\n  access_log off;\n  client_body_temp_path " + d + "/body;\n  proxy_temp_path " +
-        d + "/proxy;\n  fastcgi_temp_path " + d + "/fastcgi;\n  uwsgi_temp_path " + d +
-        "/uwsgi;\n  scgi_temp_path " + d + "/scgi;\n  default_type application/octet-stream;\n" +
-        "  keepalive_requests 100000;\n  open_file_cache off;\n" + servers + "}\n";
-    write_file(dir_ / "nginx.conf", conf);
-    const std::string error_log = dir_ / "error.log";
-    const std::string conf_path = dir_ / "nginx.conf";
-    const std::string prefix = d + "/";
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      // Dies with the test process even when it ends without destructors
-      // (a crash, a sanitizer's halt_on_error).
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      const int fd = ::open(error_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      ::execl(nginx.c_str(), nginx.c_str(), "-p", prefix.c_str(), "-c", conf_path.c_str(), "-e",
-              error_log.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (;;) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
+    if (tls) certificate_ = make_self_signed_certificate(dir_);
+    // Another test may take a chosen port before nginx binds it (see
+    // support/ports.hpp): such a start is retried with new ports.
+    for (int attempt = 1;; ++attempt) {
+      const auto ports = free_loopback_ports(tls ? 2 : 1);
+      port_ = ports[0];
+      tls_port_ = tls ? ports[1] : 0;
+      if (start(nginx, root)) break;
+      if (attempt == 3 || log().find("Address already in use") == std::string::npos) {
         throw std::runtime_error("nginx exited at start: " + log());
       }
-      if (loopback_port_accepts(port_) && (!tls || loopback_port_accepts(tls_port_))) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        stop();
-        throw std::runtime_error("nginx did not listen within 20 s: " + log());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   /// Bytes a second of one response under /slow/.
@@ -255,6 +174,72 @@ class NginxServer {
   }
 
  private:
+  // Writes the configuration for port_ (and tls_port_), starts nginx and
+  // waits until it listens: false if it exited first (its log says why).
+  bool start(const std::string& nginx, const std::string& root) {
+    // /slow/<name> serves <name> at `slow_rate` bytes a second (nginx
+    // sends each request's first second's worth at once); /unavailable/…
+    // answers 503 with Retry-After: 1, /forbidden/… 403.
+    std::string servers = "  server {\n    listen 127.0.0.1:" + std::to_string(port_) +
+                          ";\n    root " + root + ";\n    location /slow/ {\n      alias " + root +
+                          "/;\n      limit_rate " + std::to_string(slow_rate) + ";\n    }\n" +
+                          "    location /unavailable/ {\n      add_header Retry-After 1 always;\n  "
+                          "    return 503;\n    }\n" +
+                          "    location /forbidden/ {\n      return 403;\n    }\n  }\n";
+    const bool tls = tls_port_ != 0;
+    if (tls) {
+      servers += "  server {\n    listen 127.0.0.1:" + std::to_string(tls_port_) +
+                 " ssl;\n    ssl_certificate " + certificate_.certificate +
+                 ";\n    ssl_certificate_key " + certificate_.key + ";\n    root " + root +
+                 ";\n  }\n";
+    }
+    const std::string d = dir_.path().string();
+    const std::string conf =
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid " + d +
+        "/nginx.pid;\nerror_log " + d + "/error.log warn;\nevents { worker_connections 512; }\n" +
+        "http {\n  access_log off;\n  client_body_temp_path " + d + "/body;\n  proxy_temp_path " +
+        d + "/proxy;\n  fastcgi_temp_path " + d + "/fastcgi;\n  uwsgi_temp_path " + d +
+        "/uwsgi;\n  scgi_temp_path " + d + "/scgi;\n  default_type application/octet-stream;\n" +
+        "  keepalive_requests 100000;\n  open_file_cache off;\n" + servers + "}\n";
+    write_file(dir_ / "nginx.conf", conf);
+    const std::string error_log = dir_ / "error.log";
+    std::filesystem::remove(error_log);  // the log of this attempt only
+    const std::string conf_path = dir_ / "nginx.conf";
+    const std::string prefix = d + "/";
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      // Dies with the test process even when it ends without destructors
+      // (a crash, a sanitizer's halt_on_error).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int fd = ::open(error_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::execl(nginx.c_str(), nginx.c_str(), "-p", prefix.c_str(), "-c", conf_path.c_str(), "-e",
+              error_log.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      if (loopback_port_accepts(port_) && (!tls || loopback_port_accepts(tls_port_))) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        stop();
+        throw std::runtime_error("nginx did not listen within 20 s: " + log());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
   TempDir dir_{};
   SelfSignedCertificate certificate_{};
   std::uint16_t port_ = 0;

@@ -30,6 +30,7 @@
 #include <ingest/storage/s3_sign.hpp>
 
 #include "support/files.hpp"
+#include "support/ports.hpp"
 
 namespace ingest::testing {
 
@@ -63,82 +64,22 @@ class SeaweedS3 {
                                "' is missing: run scripts/setup-test-servers.sh (scripts/test.sh "
                                "does), or set INGEST_WEED to a weed binary");
     }
-    ports_ = free_ports(8);
     write_file(dir_ / "s3.json",
                std::string(R"({"identities":[{"name":"ingest","credentials":[{"accessKey":")") +
                    kAccessKey + R"(","secretKey":")" + kSecretKey +
                    R"("}],"actions":["Admin","Read","List","Tagging","Write"]}]})");
-    std::vector<std::string> args = {
-        weed,
-        "-logtostderr",  // into weed.log below, not glog files in /tmp
-        "server",
-        "-dir=" + (dir_ / "data"),
-        "-ip=127.0.0.1",
-        "-ip.bind=127.0.0.1",
-        "-master.port=" + std::to_string(ports_[0]),
-        "-master.port.grpc=" + std::to_string(ports_[1]),
-        "-volume.port=" + std::to_string(ports_[2]),
-        "-volume.port.grpc=" + std::to_string(ports_[3]),
-        "-filer.port=" + std::to_string(ports_[4]),
-        "-filer.port.grpc=" + std::to_string(ports_[5]),
-        "-s3",
-        "-s3.port=" + std::to_string(ports_[6]),
-        "-s3.port.grpc=" + std::to_string(ports_[7]),
-        "-s3.port.iceberg=0",
-        "-s3.port.lance=0",
-        "-s3.config=" + (dir_ / "s3.json"),
-        "-master.volumeSizeLimitMB=64",
-        "-volume.max=400",
-        "-master.telemetry=false",
-    };
-    std::filesystem::create_directories(dir_.path() / "data");
-    remove_sockets();  // a killed run's, should it have had the same ports
-    const std::string log = dir_ / "weed.log";
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      // Dies with the test binary even when it is killed (a ctest timeout)
-      // or crashes before its destructors run.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(125);
-      // One volume per bucket (collection) instead of seven: the tests make
-      // a bucket each.
-      ::setenv("WEED_MASTER_VOLUME_GROWTH_COPY_1", "1", 1);
-      if (std::freopen(log.c_str(), "w", stdout) == nullptr) ::_exit(126);
-      ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::setpgid(pid_, pid_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    std::string last;
-    for (;;) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw std::runtime_error("weed exited at start-up; its log:\n" + file_contents(log));
+    // Another test may take a chosen port before weed binds it (see
+    // support/ports.hpp): such a start is retried with new ports.
+    for (int attempt = 1;; ++attempt) {
+      const auto ports = free_loopback_ports(8);
+      ports_.assign(ports.begin(), ports.end());
+      const std::string log = dir_ / ("weed-" + std::to_string(attempt) + ".log");
+      if (start(weed, dir_ / ("data-" + std::to_string(attempt)), log)) break;
+      const std::string text = file_contents(log);
+      if (attempt == 3 || text.find("address already in use") == std::string::npos) {
+        throw std::runtime_error("weed exited at start-up; its fatal lines:\n" +
+                                 fatal_lines(text) + "its log:\n" + text);
       }
-      try {
-        auto r = request("PUT", "/ingest-ready-probe");
-        if (r.status == 200 || r.status == 409) {
-          r = request("PUT", "/ingest-ready-probe/probe", "ready");
-          if (r.status == 200) break;
-        }
-        last = "HTTP " + std::to_string(r.status) + ": " + r.body;
-      } catch (const std::exception& e) {
-        last = e.what();
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        stop();
-        throw std::runtime_error("SeaweedFS's S3 did not come up in 90 s (last: " + last +
-                                 "); its log:\n" + file_contents(log));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
   SeaweedS3(const SeaweedS3&) = delete;
@@ -230,28 +171,97 @@ class SeaweedS3 {
   }
 
  private:
-  // `n` distinct free TCP ports on 127.0.0.1 (bound to port 0 together,
-  // then released for the server to take).
-  static std::vector<int> free_ports(int n) {
-    std::vector<int> fds;
-    std::vector<int> ports;
-    for (int i = 0; i < n; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      socklen_t len = sizeof addr;
-      if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-          ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        for (const int f : fds) ::close(f);
-        if (fd >= 0) ::close(fd);
-        throw std::runtime_error("cannot find a free port on 127.0.0.1");
-      }
-      fds.push_back(fd);
-      ports.push_back(ntohs(addr.sin_port));
+  // Starts weed on ports_ with its data in `data` and its output in `log`,
+  // and waits until S3 accepts a signed write: false if weed exited first.
+  bool start(const std::string& weed, const std::string& data, const std::string& log) {
+    std::vector<std::string> args = {
+        weed,
+        "-logtostderr",  // into weed.log below, not glog files in /tmp
+        "server",
+        "-dir=" + data,
+        "-ip=127.0.0.1",
+        "-ip.bind=127.0.0.1",
+        "-master.port=" + std::to_string(ports_[0]),
+        "-master.port.grpc=" + std::to_string(ports_[1]),
+        "-volume.port=" + std::to_string(ports_[2]),
+        "-volume.port.grpc=" + std::to_string(ports_[3]),
+        "-filer.port=" + std::to_string(ports_[4]),
+        "-filer.port.grpc=" + std::to_string(ports_[5]),
+        "-s3",
+        "-s3.port=" + std::to_string(ports_[6]),
+        "-s3.port.grpc=" + std::to_string(ports_[7]),
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-s3.config=" + (dir_ / "s3.json"),
+        "-master.volumeSizeLimitMB=64",
+        "-volume.max=400",
+        "-master.telemetry=false",
+    };
+    std::filesystem::create_directories(data);
+    remove_sockets();  // a killed run's, should it have had the same ports
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      // Dies with the test binary even when it is killed (a ctest timeout)
+      // or crashes before its destructors run.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(125);
+      // One volume per bucket (collection) instead of seven: the tests make
+      // a bucket each.
+      ::setenv("WEED_MASTER_VOLUME_GROWTH_COPY_1", "1", 1);
+      if (std::freopen(log.c_str(), "w", stdout) == nullptr) ::_exit(126);
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
     }
-    for (const int f : fds) ::close(f);
-    return ports;
+    ::setpgid(pid_, pid_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    std::string last;
+    for (;;) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        remove_sockets();
+        return false;
+      }
+      try {
+        auto r = request("PUT", "/ingest-ready-probe");
+        if (r.status == 200 || r.status == 409) {
+          r = request("PUT", "/ingest-ready-probe/probe", "ready");
+          if (r.status == 200) break;
+        }
+        last = "HTTP " + std::to_string(r.status) + ": " + r.body;
+      } catch (const std::exception& e) {
+        last = e.what();
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        stop();
+        throw std::runtime_error("SeaweedFS's S3 did not come up in 90 s (last: " + last +
+                                 "); its log:\n" + file_contents(log));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return true;
+  }
+
+  // The lines of glog's output at level F (fatal), which say why weed
+  // stopped, each ending in a newline.
+  static std::string fatal_lines(const std::string& text) {
+    std::string out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+      const auto end = text.find('\n', at);
+      const auto line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      if (!line.empty() && line[0] == 'F') out += line + "\n";
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    return out;
   }
 
   // SIGKILLs the server's process group (its data is scratch) and reaps it.
