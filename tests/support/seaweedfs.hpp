@@ -77,8 +77,8 @@ class SeaweedS3 {
       if (start(weed, dir_ / ("data-" + std::to_string(attempt)), log)) break;
       const std::string text = file_contents(log);
       if (attempt == 3 || text.find("address already in use") == std::string::npos) {
-        throw std::runtime_error("weed exited at start-up; its fatal lines:\n" +
-                                 fatal_lines(text) + "its log:\n" + text);
+        throw std::runtime_error("weed exited at start-up; its fatal lines:\n" + fatal_lines(text) +
+                                 "its log:\n" + text);
       }
     }
   }
