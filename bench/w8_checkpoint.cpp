@@ -11,6 +11,10 @@
 //                       or with first_save the run's first; /checkpointing:
 //                       with_options({.checkpointing = true}), which keeps
 //                       that from the start
+//   W8/first_save/*     the run's first save() (after one batch, then a
+//                       quarter or three quarters of the epoch): over the
+//                       shuffle buffer its state is compacted (a replica
+//                       restores it and saves again: the `compacted` counter)
 //   W8/read_1_percent   the reference: a fresh W3 pipeline (no shuffle)
 //                       reading 1% of the records, start included
 // Items are saves, restores and 1%-reads, so each ratio says how many times
@@ -119,6 +123,24 @@ void restore(benchmark::State& state, Make make, int quarters, bool first_save) 
 }
 
 template <class Make>
+void first_save(benchmark::State& state, Make make, int quarters) {
+  const auto ds = make();
+  std::int64_t bytes = 0, compacted = 0;
+  for (auto _ : state) {
+    auto it = ds.iterator();
+    for (std::int64_t i = 0; i < batches_in_data() * quarters / 4 + 1; ++i) it.next();
+    const auto start = Clock::now();
+    const ingest::IteratorState saved = it.save();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    bytes = static_cast<std::int64_t>(saved.bytes().size());
+    compacted += it.stats().compacted_checkpoints;
+  }
+  state.counters["state_bytes"] = static_cast<double>(bytes);
+  state.counters["compacted"] = static_cast<double>(compacted);
+  state.SetItemsProcessed(state.iterations());
+}
+
+template <class Make>
 void epoch(benchmark::State& state, Make make) {
   const auto ds = make();
   for (auto _ : state) {
@@ -188,6 +210,9 @@ void ingest::bench::register_benchmarks(const Config& config) {
     timed(benchmark::RegisterBenchmark(("W8/restore/indexed_global_shuffle" + at).c_str(),
                                        restore<decltype(&indexed)>, &indexed, quarters, false)
               ->Iterations(restores));
+    timed(benchmark::RegisterBenchmark(("W8/first_save/shuffle_10000" + at).c_str(),
+                                       first_save<decltype(&with_shuffle)>, &with_shuffle, quarters)
+              ->Iterations(config.smoke ? 2 : 5));
   }
   set_reference("W8/", "W8/read_1_percent");
   const int epochs = config.smoke ? 2 : 8;

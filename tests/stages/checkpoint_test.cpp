@@ -408,7 +408,7 @@ TEST_CASE("checkpoint: stats() shows the last state's size and save time", "[sta
   CHECK_THAT(stats.to_string(),
              Catch::Contains("checkpoint: the last state has " +
                              std::to_string(second.bytes().size()) + " B, saved in") &&
-                 Catch::Contains("(2 saves)"));
+                 Catch::Contains("(2 saves, 0 compacted)"));
 }
 
 TEST_CASE("checkpoint: unique stores the elements it has seen", "[stages][checkpoint]") {

@@ -8,6 +8,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "ingest/core/allocator.hpp"
@@ -79,6 +83,47 @@ inline void throw_if_cancelled(const CancellationToken& token) {
 }
 }  // namespace detail
 
+namespace detail {
+/// The counters datasets share between their copies and iterators (a
+/// reshuffling shuffle's passes, list_files' epochs, ignore_errors' count),
+/// made private for a replica: a pipeline that PipelineIterator::save()
+/// restores from the state it just wrote, in the same process, and saves
+/// again, so that the state it returns replays little (see there). The
+/// replica's iterators count on copies, so the live pipeline's datasets see
+/// none of its passes. A copy starts at the shared counter's value when the
+/// replica first reaches it (a restore sets what its state holds).
+class CounterSandbox {
+ public:
+  template <class T>
+  std::shared_ptr<std::atomic<T>> resolve(const std::shared_ptr<std::atomic<T>>& shared) {
+    if (!shared) return shared;
+    std::lock_guard lock(mu_);
+    Copy& copy = copies_[shared.get()];
+    if (!copy.copy) {
+      copy.shared = shared;  // held: no other counter takes its address meanwhile
+      copy.copy = std::make_shared<std::atomic<T>>(shared->load(std::memory_order_relaxed));
+    }
+    return std::static_pointer_cast<std::atomic<T>>(copy.copy);
+  }
+
+ private:
+  struct Copy {
+    std::shared_ptr<const void> shared;
+    std::shared_ptr<void> copy;
+  };
+  std::mutex mu_;
+  std::unordered_map<const void*, Copy> copies_;
+};
+
+/// Thrown where a replica (CounterSandbox) would touch what it cannot keep
+/// apart from the live pipeline (a cache being filled, a generator's own
+/// state, the datasets an interleave's function captures): the save keeps
+/// the state it wrote. Not an error; never reaches a user.
+struct ReplicaRefused {
+  std::string stage;
+};
+}  // namespace detail
+
 struct IteratorContext {
   /// The runtime of async stages; null means default_runtime().
   std::shared_ptr<Runtime> runtime{};
@@ -97,6 +142,8 @@ struct IteratorContext {
   /// dataset gives the same result" (random_map's generators) read it; every
   /// other stage passes it on unchanged with the context.
   std::uint64_t epoch = 0;
+  /// Set only in a replica (detail::CounterSandbox): its private counters.
+  std::shared_ptr<detail::CounterSandbox> replica{};
 
   /// This context for the inputs of a stage that stops them when it is
   /// destroyed: its cancellation is `source`'s token (a source made from
@@ -124,5 +171,29 @@ struct IteratorContext {
 template <class D>
 using iterator_t =
     decltype(std::declval<const D&>().make_iterator(std::declval<const IteratorContext&>()));
+
+namespace detail {
+/// The counter `shared` of a dataset, as the iterators made in `ctx` count
+/// on it: itself, or a replica's private copy.
+template <class T>
+std::shared_ptr<std::atomic<T>> shared_counter(const IteratorContext& ctx,
+                                               const std::shared_ptr<std::atomic<T>>& shared) {
+  return ctx.replica ? ctx.replica->resolve(shared) : shared;
+}
+/// The checkpoint flag (runtime/model.hpp's checkpoint_flag) of a
+/// replica's stages: always set, and known by its address, so that
+/// Anchors::restored anchors a replica's input afresh at the restored
+/// position instead of keeping the state's old anchor.
+inline const std::shared_ptr<const std::atomic<bool>>& replica_checkpoint_flag() {
+  static const std::shared_ptr<const std::atomic<bool>> flag =
+      std::make_shared<const std::atomic<bool>>(true);
+  return flag;
+}
+/// Throws ReplicaRefused in a replica: `stage` keeps state the replica
+/// cannot make private.
+inline void refuse_in_replica(const IteratorContext& ctx, std::string_view stage) {
+  if (ctx.replica) throw ReplicaRefused{std::string(stage)};
+}
+}  // namespace detail
 
 }  // namespace ingest

@@ -21,6 +21,7 @@
 //   DataLossError naming the byte offset, never a crash or a huge allocation.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -283,6 +284,7 @@ class StateWriter {
   /// Writes what `nested` wrote as one length-prefixed field (as
   /// write_bytes would its copy), sharing its deferred parts.
   void write_nested(const StateWriter& nested) {
+    note_replay(nested.replay());
     write_u64(nested.size());
     const std::size_t base = out_.size();
     out_.insert(out_.end(), nested.out_.begin(), nested.out_.end());
@@ -309,6 +311,11 @@ class StateWriter {
   /// elements kept for them): the anchors' pacing leaves it out.
   void add_prepaid_ns(std::int64_t ns) noexcept { prepaid_ns_ += ns; }
   std::int64_t prepaid_ns() const noexcept { return prepaid_ns_; }
+  /// The most inputs one stage's restore of this state would pull again
+  /// (from its anchor to its position, runtime/anchors.hpp), nested states
+  /// included: PipelineIterator::save() compacts a state that replays long.
+  void note_replay(std::int64_t pulls) noexcept { replay_ = std::max(replay_, pulls); }
+  std::int64_t replay() const noexcept { return replay_; }
 
   /// The payload's size, deferred parts included.
   std::size_t size() const noexcept { return out_.size() + deferred_size_; }
@@ -372,6 +379,7 @@ class StateWriter {
   std::vector<Deferred> deferred_;  // in order of `at`
   std::size_t deferred_size_ = 0;
   std::int64_t prepaid_ns_ = 0;
+  std::int64_t replay_ = 0;
   bool speculative_ = false;
 };
 

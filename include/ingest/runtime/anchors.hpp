@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "ingest/core/clock.hpp"
+#include "ingest/core/context.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/state.hpp"
 
@@ -144,6 +145,7 @@ inline void write_position(StateWriter& w, std::int64_t anchor, const StateWrite
     merged.pop_back();
   }
   const std::int64_t low = merged.empty() ? high : merged.front().begin;
+  w.note_replay(low - anchor);
   w.write_i64(anchor);
   w.write_nested(anchor_state);
   w.write_i64(low);
@@ -283,10 +285,13 @@ class Anchors {
   /// every()): saving the input now would serialize again what a shuffle
   /// buffer pulled during the replay, on the way to the first element.
   /// Without the anchor's bytes (a reader with no owner), saves the input.
+  /// In a replica (detail::replica_checkpoint_flag; watch() first), saves
+  /// the input instead: the replica is made to be saved at once, its state
+  /// anchored where it stands.
   template <class It>
   void restored(Replay& replay, const It& input) noexcept {
     seen_ = true;
-    if (replay.anchor_state) {
+    if (replay.anchor_state && watch_ != replica_checkpoint_flag()) {
       try {
         std::lock_guard lock(mu_);
         anchors_.push_back({replay.anchor, std::move(replay.anchor_state)});

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "ingest/core/clock.hpp"
+#include "ingest/core/context.hpp"
 
 namespace ingest {
 
@@ -490,6 +491,8 @@ class Model {
 
   /// Checkpoints: the last state's size and how long its save() took.
   std::atomic<std::int64_t> saves{0}, last_state_bytes{0}, last_save_ns{0};
+  /// Of the saves, those whose state a replica compacted (PipelineIterator::save).
+  std::atomic<std::int64_t> compacted_saves{0};
   /// Set by the pipeline's first save() or restore, or from the start with
   /// PipelineOptions::checkpointing: from then on the
   /// stages keep what makes later states quick to restore (shuffle's
@@ -549,11 +552,11 @@ inline void trace_work(StageNode* node, std::int64_t start_ns, std::int64_t end_
 }
 
 /// The pipeline's Model::checkpointed flag, sharing the model's ownership
-/// (null without a model).
-inline std::shared_ptr<const std::atomic<bool>> checkpoint_flag(
-    const std::shared_ptr<Model>& model) {
-  if (!model) return nullptr;
-  return {model, &model->checkpointed};
+/// (null without a model); a replica's (replica_checkpoint_flag) in one.
+inline std::shared_ptr<const std::atomic<bool>> checkpoint_flag(const IteratorContext& ctx) {
+  if (ctx.replica) return replica_checkpoint_flag();
+  if (!ctx.model) return nullptr;
+  return {ctx.model, &ctx.model->checkpointed};
 }
 
 }  // namespace ingest::detail

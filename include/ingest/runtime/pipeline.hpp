@@ -6,6 +6,7 @@
 // of them alone.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,13 @@
 
 namespace ingest {
 
+namespace detail {
+/// PipelineIterator::save() compacts a state whose restore would pull more
+/// than this many inputs again at some stage (tests lower it, to compact
+/// every state).
+inline std::atomic<std::int64_t> compact_replay_pulls{4096};
+}  // namespace detail
+
 /// The iterator handed to users by Dataset::iterator(): the pipeline's last
 /// stage, plus what belongs to the whole pipeline: its model (measurements
 /// and knobs), its autotuner, its trace.
@@ -42,14 +50,17 @@ class PipelineIterator {
 
   /// `fingerprint` computes the pipeline's fingerprint and `describe` its
   /// stages' (on the first save or restore only: a long file list is hashed
-  /// only when it is needed).
+  /// only when it is needed); `compact` restores a state into a replica of
+  /// the pipeline and saves it (see save()).
   PipelineIterator(It it, std::shared_ptr<detail::Model> model,
                    std::function<std::uint64_t()> fingerprint = {},
-                   std::function<std::vector<detail::StageDescription>()> describe = {})
+                   std::function<std::vector<detail::StageDescription>()> describe = {},
+                   std::function<IteratorState(const IteratorState&)> compact = {})
       : model_(std::move(model)),
         it_(std::move(it)),
         fingerprint_fn_(std::move(fingerprint)),
-        describe_fn_(std::move(describe)) {}
+        describe_fn_(std::move(describe)),
+        compact_fn_(std::move(compact)) {}
   PipelineIterator(PipelineIterator&&) noexcept = default;
   PipelineIterator& operator=(PipelineIterator&&) = delete;
   ~PipelineIterator() {
@@ -83,11 +94,46 @@ class PipelineIterator {
   /// The iterator's position, to resume from with Dataset::iterator(state)
   /// (in this process or another). Call between calls of next(). Throws
   /// Unimplemented naming the first stage that cannot be saved yet.
+  ///
+  /// A state whose restore would pull more than 4,096 inputs again at some
+  /// stage (an anchor taken long before the consumer's position: at the
+  /// first save over a filled shuffle buffer, which declines anchors until
+  /// the pipeline is saved) is restored here into a replica of the pipeline
+  /// whose stages anchor their inputs where they stand, and the replica's
+  /// state is returned: the replay is paid once, by this save, instead of
+  /// by every restore. The replica counts on private copies of the
+  /// datasets' pass counters (detail::CounterSandbox); where it cannot be
+  /// kept apart from this pipeline (a cache, a generator, the datasets an
+  /// interleave's function captures) or fails, the state is returned as
+  /// written.
   IteratorState save() const {
     const std::int64_t start = detail::now_ns();
     // From the first save on, the stages keep what makes states quick to
     // restore (Model::checkpointed).
     if (model_) model_->checkpointed.store(true, std::memory_order_relaxed);
+    std::int64_t replay = 0;
+    IteratorState state = write_state(replay);
+    if (compact_fn_ && replay > detail::compact_replay_pulls.load(std::memory_order_relaxed)) {
+      try {
+        state = compact_fn_(state);
+        if (model_) model_->compacted_saves.fetch_add(1, std::memory_order_relaxed);
+      } catch (...) {
+        // (detail::ReplicaRefused, or the replica's own failure): kept as written.
+      }
+    }
+    if (model_) {  // stats() shows the last state's size and save time
+      model_->last_state_bytes.store(static_cast<std::int64_t>(state.bytes().size()),
+                                     std::memory_order_relaxed);
+      model_->last_save_ns.store(detail::now_ns() - start, std::memory_order_relaxed);
+      model_->saves.fetch_add(1, std::memory_order_relaxed);
+    }
+    return state;
+  }
+
+  /// The state at the consumer's position as the stages write it (save()
+  /// without compaction); `replay`: the most inputs a stage's restore of it
+  /// pulls again.
+  IteratorState write_state(std::int64_t& replay) const {
     StateWriter w;
     // The stages' names and parameters first: a restore into another
     // pipeline names the first stage that differs.
@@ -100,14 +146,8 @@ class PipelineIterator {
       }
     });
     it_.save(w);
-    IteratorState state(fingerprint(), w);
-    if (model_) {  // stats() shows the last state's size and save time
-      model_->last_state_bytes.store(static_cast<std::int64_t>(state.bytes().size()),
-                                     std::memory_order_relaxed);
-      model_->last_save_ns.store(detail::now_ns() - start, std::memory_order_relaxed);
-      model_->saves.fetch_add(1, std::memory_order_relaxed);
-    }
-    return state;
+    replay = w.replay();
+    return IteratorState(fingerprint(), w);
   }
   /// The fingerprint of the pipeline's description (what a state must match).
   std::uint64_t fingerprint() const {
@@ -287,6 +327,7 @@ class PipelineIterator {
   mutable std::optional<std::uint64_t> fingerprint_;
   std::function<std::vector<detail::StageDescription>()> describe_fn_;
   mutable std::optional<std::vector<detail::StageDescription>> description_;
+  std::function<IteratorState(const IteratorState&)> compact_fn_;
   std::unique_ptr<detail::Autotuner> tuner_;
   bool started_ = false;
   bool tracing_ = false;
@@ -307,15 +348,28 @@ auto make_pipeline_iterator(const D& d) {
   auto it = child_iterator(d, ctx);
   std::function<std::uint64_t()> fingerprint;
   std::function<std::vector<StageDescription>()> describe;
+  std::function<IteratorState(const IteratorState&)> compact;
   if constexpr (std::is_copy_constructible_v<D>) {
     fingerprint = [d] { return fingerprint_value(d); };
     describe = [d] { return description_of(d); };
+    // See PipelineIterator::save(): no model (nothing measured, no
+    // autotuner), private counters.
+    compact = [d, fingerprint, describe](const IteratorState& state) {
+      IteratorContext replica_ctx;
+      replica_ctx.replica = std::make_shared<CounterSandbox>();
+      auto replica_it = child_iterator(d, replica_ctx);
+      PipelineIterator<decltype(replica_it)> replica(std::move(replica_it), nullptr, fingerprint,
+                                                     describe);
+      replica.restore(state);
+      std::int64_t replay = 0;
+      return replica.write_state(replay);
+    };
   } else {
     fingerprint = [value = fingerprint_value(d)] { return value; };
     describe = [stages = description_of(d)] { return stages; };
   }
   return PipelineIterator<decltype(it)>(std::move(it), std::move(model), std::move(fingerprint),
-                                        std::move(describe));
+                                        std::move(describe), std::move(compact));
 }
 
 template <class D>

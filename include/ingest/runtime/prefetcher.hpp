@@ -285,8 +285,8 @@ class Prefetcher {
     skip_inputs(*s.input, replay.low - replay.anchor, stage);
     s.base = replay.low;
     s.anchors.emplace(s.anchors->every(), s.base);
+    s.anchors->watch(s.checkpointed);  // before restored(): a replica's is seen there
     s.anchors->restored(replay, *s.input);
-    s.anchors->watch(s.checkpointed);
   }
 
   /// After stop_and_join(), with every produced element taken (not ended):

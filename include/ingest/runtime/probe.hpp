@@ -293,10 +293,14 @@ void fingerprint_of(const D& d, Fingerprint& fp) {
 /// with it.
 class PassCounters {
  public:
+  /// The counters below `d`, as the iterators made in `ctx` count on them
+  /// (a replica's are its own: shared_counter).
   template <class D>
-  explicit PassCounters(const D& d) {
+  explicit PassCounters(const D& d, const IteratorContext& ctx = {}) {
     Fingerprint fp(&counters_);
     fingerprint_of(d, fp);
+    if (ctx.replica)
+      for (Fingerprint::CounterRef& c : counters_) c.counter = ctx.replica->resolve(c.counter);
   }
 
   void save(StateWriter& w) const {
@@ -393,7 +397,11 @@ class ReturnedCounters {
     std::uint64_t calls_ = 0;   // calls whose datasets had counters
   };
 
-  explicit ReturnedCounters(std::shared_ptr<Record> record) : record_(std::move(record)) {}
+  /// In a replica (IteratorContext::replica) the iterator keeps a record of
+  /// its own and counts on private copies (CounterSandbox).
+  ReturnedCounters(std::shared_ptr<Record> record, const IteratorContext& ctx)
+      : record_(ctx.replica ? std::make_shared<Record>() : std::move(record)),
+        replica_(ctx.replica) {}
 
   /// `d` is what the function just returned: its counters are noted, after
   /// the values a restore left pending for it are set on them.
@@ -414,6 +422,8 @@ class ReturnedCounters {
     const std::uint64_t dataset = fp.value();
     last_had_counters_ = !found_.empty();
     if (found_.empty()) return;
+    if (replica_)
+      for (Fingerprint::CounterRef& c : found_) c.counter = replica_->resolve(c.counter);
     if (!pending_.empty()) {
       std::erase_if(pending_, [&](const Pending& p) {
         if (p.place >= found_.size() || (p.by_dataset && p.dataset != dataset)) return false;
@@ -473,6 +483,8 @@ class ReturnedCounters {
                             "its bytes can",
                         at);
     }
+    // A replica's record starts empty, so it could not save these again.
+    if (replica_ && n > 0) throw ReplicaRefused{"interleave"};
     pending_.resize(static_cast<std::size_t>(n));
     for (Pending& p : pending_) {
       p.place = r.read_u64();
@@ -491,6 +503,7 @@ class ReturnedCounters {
     std::uint64_t value = 0;
   };
   std::shared_ptr<Record> record_;
+  std::shared_ptr<CounterSandbox> replica_;     // a replica's private counters
   std::vector<Pending> pending_;                // a restore's, until a dataset matches each
   std::vector<Fingerprint::CounterRef> found_;  // the last call's counters
   bool last_had_counters_ = false;

@@ -76,6 +76,9 @@ struct PipelineStats {
   std::int64_t checkpoints = 0;
   std::int64_t last_state_bytes = 0;
   double last_save_ms = 0;
+  /// Of the checkpoints, those a replica compacted (PipelineIterator::save:
+  /// a state that would have replayed over 4,096 inputs at a stage).
+  std::int64_t compacted_checkpoints = 0;
   /// Why the stage marked as the bottleneck is marked, or why none is (the
   /// consumer hardly waited, or nothing was measured yet).
   std::string bottleneck_reason{};
@@ -130,9 +133,11 @@ struct PipelineStats {
     if (!bottleneck_reason.empty()) out += bottleneck_reason + "\n";
     if (checkpoints > 0) {
       std::snprintf(line, sizeof line,
-                    "checkpoint: the last state has %s, saved in %.3f ms (%lld saves)\n",
+                    "checkpoint: the last state has %s, saved in %.3f ms (%lld saves, %lld "
+                    "compacted)\n",
                     detail::format_bytes(last_state_bytes).c_str(), last_save_ms,
-                    static_cast<long long>(checkpoints));
+                    static_cast<long long>(checkpoints),
+                    static_cast<long long>(compacted_checkpoints));
       out += line;
     }
     return out;
@@ -285,6 +290,7 @@ inline PipelineStats make_stats(const Model& model) {
   stats.seconds = elapsed_ns / 1e9;
   stats.checkpoints = model.saves.load(std::memory_order_relaxed);
   stats.last_state_bytes = model.last_state_bytes.load(std::memory_order_relaxed);
+  stats.compacted_checkpoints = model.compacted_saves.load(std::memory_order_relaxed);
   stats.last_save_ms =
       static_cast<double>(model.last_save_ns.load(std::memory_order_relaxed)) / 1e6;
   const std::vector<NodeView> views = snapshot(model);

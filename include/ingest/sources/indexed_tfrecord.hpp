@@ -505,8 +505,9 @@ class IndexedTFRecordDataset : public DatasetBase<IndexedTFRecordDataset, std::s
     if (!shuffle_) return {index_, options_, std::nullopt, nullptr, 0, std::move(node)};
     if (!shuffle_->reshuffle_each_iteration)
       return {index_, options_, seed_, nullptr, 0, std::move(node)};
-    const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
-    return {index_, options_, seed_, passes_, pass, std::move(node)};
+    auto passes = detail::shared_counter(ctx, passes_);
+    const std::uint64_t pass = passes->fetch_add(1, std::memory_order_relaxed);
+    return {index_, options_, seed_, std::move(passes), pass, std::move(node)};
   }
 
   /// The index (the files and where each record starts).

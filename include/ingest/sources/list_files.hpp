@@ -382,11 +382,12 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
       options_.seed = static_cast<std::uint32_t>(random_seed());
   }
 
-  detail::ListFilesIterator make_iterator(const IteratorContext&) const {
+  detail::ListFilesIterator make_iterator(const IteratorContext& ctx) const {
     if (!options_.shuffle) return detail::ListFilesIterator(paths_);
     if (options_.reshuffle_each_iteration) {
-      const std::uint64_t pass = epoch_->fetch_add(1, std::memory_order_relaxed);
-      return detail::ListFilesIterator(paths_, *options_.seed, epoch_, pass);
+      auto epoch = detail::shared_counter(ctx, epoch_);
+      const std::uint64_t pass = epoch->fetch_add(1, std::memory_order_relaxed);
+      return detail::ListFilesIterator(paths_, *options_.seed, std::move(epoch), pass);
     }
     return detail::ListFilesIterator(paths_, *options_.seed);
   }

@@ -445,6 +445,8 @@ class CacheDataset
   }
 
   Iterator make_iterator(const IteratorContext& ctx) const {
+    // Its fill is shared with the live pipeline's passes.
+    detail::refuse_in_replica(ctx, stage_name);
     // The input's iterator is made when the pass first reads it: a restore
     // may ask for another epoch first.
     typename Iterator::MakeInput make_input =

@@ -67,7 +67,7 @@ class ConcatenateIterator {
  private:
   // The second input's pass counters, found at the first save or restore.
   detail::PassCounters& counters() const {
-    if (!counters_) counters_.emplace(second_);
+    if (!counters_) counters_.emplace(second_, ctx_);
     return *counters_;
   }
 

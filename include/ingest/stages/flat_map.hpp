@@ -40,7 +40,7 @@ class FlatMapIterator {
                       std::make_shared<detail::ReturnedCounters::Record>())
       : input_(std::move(input)),
         f_(std::move(f)),
-        returned_(std::move(returned)),
+        returned_(std::move(returned), ctx),
         datasets_(std::move(ctx), " (each input)") {}
 
   std::optional<value_type> next() {

@@ -78,8 +78,12 @@ class IgnoreErrorsDataset
         options_(std::move(options)),
         total_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
   template <class It>
-  auto make_stage_iterator(It input, const IteratorContext&) const {
-    return IgnoreErrorsIterator<It>(std::move(input), total_, options_);
+  auto make_stage_iterator(It input, const IteratorContext& ctx) const {
+    IgnoreErrorsOptions options = options_;
+    // A replica replays what the live pipeline already reported.
+    if (ctx.replica) options.on_error = nullptr;
+    return IgnoreErrorsIterator<It>(std::move(input), detail::shared_counter(ctx, total_),
+                                    std::move(options));
   }
   /// Errors dropped so far by every iterator of this dataset and its copies.
   std::int64_t ignored_errors() const noexcept { return total_->load(std::memory_order_relaxed); }

@@ -79,7 +79,7 @@ class InterleaveIterator {
       : cancel_(std::move(cancel)),
         input_(std::move(input)),
         f_(std::move(f)),
-        returned_(std::move(returned)),
+        returned_(std::move(returned), ctx),
         config_(config),
         ctx_(std::move(ctx)),
         parallel_(config.parallelism > 1 || config.tuned_parallelism != nullptr),
@@ -263,7 +263,7 @@ class InterleaveIterator {
     e.fetcher.emplace(std::move(it), fetcher_capacity(), *runtime_, &shared_->gate,
                       &shared_->any_ready);
     if constexpr (checkpointable_iterator<InnerIt>) {
-      e.fetcher->enable_anchors(1, detail::checkpoint_flag(ctx_.model));
+      e.fetcher->enable_anchors(1, detail::checkpoint_flag(ctx_));
     }
     e.fetcher->start();
   }

@@ -75,7 +75,7 @@ class LoaderDataset : public UnaryStageBase<Derived, Input, typename Backend::ba
     return PrefetchIterator<Step>(
         Step(this->input_iterator(inner), std::move(shared), std::move(engine), depth, knob),
         static_cast<std::size_t>(capacity), runtime, ctx.node, std::move(cancel),
-        Backend::stage_name, checkpoint_flag(ctx.model));
+        Backend::stage_name, checkpoint_flag(ctx));
   }
 
  private:

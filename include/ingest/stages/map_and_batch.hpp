@@ -75,7 +75,7 @@ class MapAndBatchIterator {
                     chunks_per_batch(batch_size, parallelism, *runtime_of(ctx)),
                 batch_size, Compute{std::move(f), cancel_}, parallelism, deterministic,
                 runtime_of(ctx), ctx.node) {
-    anchors_.watch(detail::checkpoint_flag(ctx.model));
+    anchors_.watch(detail::checkpoint_flag(ctx));
     // An infinite input fills every batch: the inputs of one must fit too
     // (a finite or unknown one allocates by what arrives).
     if (infinite_input) {

@@ -366,9 +366,9 @@ class ParallelMapDataset
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     const std::size_t parallelism = detail::configure_parallelism(ctx, options_.parallelism);
-    return ParallelMapIterator<It, F>(
-        std::move(input), f_, parallelism, options_.deterministic.value_or(ctx.deterministic),
-        runtime_of(ctx), ctx.node, detail::checkpoint_flag(ctx.model));
+    return ParallelMapIterator<It, F>(std::move(input), f_, parallelism,
+                                      options_.deterministic.value_or(ctx.deterministic),
+                                      runtime_of(ctx), ctx.node, detail::checkpoint_flag(ctx));
   }
 
   const F& function() const noexcept { return f_; }

@@ -67,7 +67,7 @@ class PrefetchDataset
     const IteratorContext inner = ctx.cancellable_by(cancel);
     return PrefetchIterator<detail::child_iterator_t<Input>>(
         this->input_iterator(inner), capacity, runtime, ctx.node, std::move(cancel), "prefetch",
-        detail::checkpoint_flag(ctx.model));
+        detail::checkpoint_flag(ctx));
   }
 
   /// The input's (the buffer size is not part of the fingerprint: a state

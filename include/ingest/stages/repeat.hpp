@@ -100,7 +100,7 @@ class RepeatIterator {
   // The pass counters below, found at the first save or restore (a save
   // finds them once, not at every anchor a prefetch above takes).
   detail::PassCounters& counters() const {
-    if (!counters_) counters_.emplace(input_);
+    if (!counters_) counters_.emplace(input_, ctx_);
     return *counters_;
   }
 

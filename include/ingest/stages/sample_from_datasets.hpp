@@ -170,14 +170,15 @@ class SampleFromDatasetsDataset
 
   auto make_iterator(const IteratorContext& ctx) const {
     // Every pass over the dataset (and its copies) gets its own stream.
-    const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
+    const auto passes = detail::shared_counter(ctx, passes_);
+    const std::uint64_t pass = passes->fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t seed = rerandomize_ ? derive_seed(base_seed_, pass) : base_seed_;
     const std::vector<double>& w = *weights_;
     const auto open =
         static_cast<std::size_t>(std::count_if(w.begin(), w.end(), [](double x) { return x > 0; }));
     return detail::DirectedInterleaveIterator<Inputs, detail::WeightedSelector>(
         detail::DirectedInputs<Inputs>(inputs_, ctx, [&w](std::size_t i) { return w[i] > 0; }),
-        detail::WeightedSelector(w, seed, rerandomize_ ? passes_ : nullptr, pass), open,
+        detail::WeightedSelector(w, seed, rerandomize_ ? passes : nullptr, pass), open,
         stop_on_empty_, "sample_from_datasets", ctx.cancellation);
   }
 

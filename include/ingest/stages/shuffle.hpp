@@ -232,13 +232,13 @@ class ShuffleDataset
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     // Every pass over the dataset (and its copies) gets its own stream.
-    const std::uint64_t pass = passes_->fetch_add(1, std::memory_order_relaxed);
+    const auto passes = detail::shared_counter(ctx, passes_);
+    const std::uint64_t pass = passes->fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t seed =
         options_.reshuffle_each_iteration ? derive_seed(base_seed_, pass) : base_seed_;
-    return ShuffleIterator<It>(std::move(input), static_cast<std::size_t>(buffer_size_), seed,
-                               ctx.cancellation,
-                               options_.reshuffle_each_iteration ? passes_ : nullptr, pass,
-                               detail::checkpoint_flag(ctx.model));
+    return ShuffleIterator<It>(
+        std::move(input), static_cast<std::size_t>(buffer_size_), seed, ctx.cancellation,
+        options_.reshuffle_each_iteration ? passes : nullptr, pass, detail::checkpoint_flag(ctx));
   }
 
   std::int64_t cardinality() const { return this->input_cardinality(); }
