@@ -126,10 +126,10 @@ struct PipelineOptions {
   /// The pipeline will be saved (tf: experimental_symbolic_checkpoint, in
   /// spirit): from its start the stages keep what quick saves and restores
   /// need (shuffle's buffer, serialized as elements enter it), so every
-  /// state restores with a short replay, the first one too. Unset or false:
-  /// that starts at the iterator's first save() or restore, and the first
-  /// state's restore may replay from the last anchor before it (README,
-  /// "Large shuffle buffers").
+  /// save is quick, the first one too. Unset or false: that starts at the
+  /// iterator's first save() or restore, and the first save over a filled
+  /// shuffle buffer restores its state into a replica to anchor it (README,
+  /// "Large shuffle buffers" and "Compacted saves").
   std::optional<bool> checkpointing{};
 };
 
