@@ -461,10 +461,29 @@ class ReturnedCounters {
   }
 
   /// The shared counters: their number, then (place, whether known by the
-  /// dataset's fingerprint, that fingerprint, value) each.
-  void save(StateWriter& w) const {
+  /// dataset's fingerprint, that fingerprint, value) each. A counter known
+  /// by its place alone at the place of another shared counter (a function
+  /// choosing between captured datasets with stages above them whose
+  /// parameters depend on the element) could not be told apart in the
+  /// restoring process: Unimplemented naming `stage`, never a silent wrong
+  /// resume.
+  void save(StateWriter& w, std::string_view stage) const {
     const Record& r = *record_;
     std::lock_guard lock(r.mu_);
+    for (const Record::Seen& s : r.shared_) {
+      if (s.by_dataset) continue;
+      for (const Record::Seen& other : r.shared_) {
+        if (&other == &s || other.place != s.place) continue;
+        throw Unimplemented(
+            "checkpoint: stage '" + std::string(stage) +
+                "': its function returns datasets it captures (their pass counts are shared "
+                "between the calls) under stages whose parameters depend on the element, and "
+                "more than one such count sits at the same place in them: a restore could not "
+                "tell them apart (return each captured dataset under the same stages, or make "
+                "the datasets in the function)",
+            {.stage = std::string(stage)});
+      }
+    }
     w.write_u64(r.shared_.size());
     for (const Record::Seen& s : r.shared_) {
       w.write_u64(s.place);

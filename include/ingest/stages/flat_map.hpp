@@ -58,7 +58,7 @@ class FlatMapIterator {
   /// dataset is open (through ingest::serializer, to call f on it again at a
   /// restore) and that dataset's state, then the input.
   void save(StateWriter& w) const requires(serializable<In>&& std::is_copy_constructible_v<In>) {
-    returned_.save(w);
+    returned_.save(w, "flat_map");
     w.write(index_, datasets_.open());
     if (datasets_.open()) {
       w.write_element(*source_);

@@ -150,7 +150,7 @@ class InterleaveIterator {
     for (const Element& e : future_) {
       if (pending_error(e)) throw_error_pending();
     }
-    returned_.save(w);
+    returned_.save(w, "interleave");
     w.write(config_.cycle_length, index_, block_, input_done_, input_index_, cycle_.size(),
             future_.size());
     for (const auto& slot : cycle_) {
