@@ -373,16 +373,9 @@ TEST_CASE("checkpoint: random chains resume exactly from states a replica compac
   // (PipelineIterator::save; by default only those replaying over 4,096
   // inputs): the replica's state resumes exactly, and the replica leaves
   // the live pipeline's pass counters as they were.
-  const std::int64_t old = detail::compact_replay_pulls.exchange(-1);
-  std::pair<std::int64_t, std::int64_t> counts;
-  try {
-    counts = run_trials(env_int("INGEST_CHAIN_FIRST", 0), env_int("INGEST_CHAIN_TRIALS", 48));
-  } catch (...) {
-    detail::compact_replay_pulls.store(old);
-    throw;
-  }
-  detail::compact_replay_pulls.store(old);
-  const auto [saves, compacted] = counts;
+  const CompactAfter every_state(-1);
+  const auto [saves, compacted] =
+      run_trials(env_int("INGEST_CHAIN_FIRST", 0), env_int("INGEST_CHAIN_TRIALS", 48));
   INFO(compacted << " of " << saves << " states compacted");
   CHECK(compacted > 0);
   WARN(compacted << " of " << saves << " states compacted");

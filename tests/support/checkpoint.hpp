@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
@@ -18,6 +19,17 @@
 #include "support/testing.hpp"
 
 namespace ingest::testing {
+
+/// Sets detail::compact_replay_pulls (PipelineIterator::save's threshold
+/// for compacting a state) for a scope: -1 compacts every state.
+struct CompactAfter {
+  explicit CompactAfter(std::int64_t pulls)
+      : old(detail::compact_replay_pulls.exchange(pulls, std::memory_order_relaxed)) {}
+  CompactAfter(const CompactAfter&) = delete;
+  CompactAfter& operator=(const CompactAfter&) = delete;
+  ~CompactAfter() { detail::compact_replay_pulls.store(old, std::memory_order_relaxed); }
+  std::int64_t old;
+};
 
 /// One call of next() that gave an element or an error.
 template <class T>

@@ -9,8 +9,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <string>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -119,9 +117,7 @@ class CounterSandbox {
 /// apart from the live pipeline (a cache being filled, a generator's own
 /// state, the datasets an interleave's function captures): the save keeps
 /// the state it wrote. Not an error; never reaches a user.
-struct ReplicaRefused {
-  std::string stage;
-};
+struct ReplicaRefused {};
 }  // namespace detail
 
 struct IteratorContext {
@@ -189,10 +185,10 @@ inline const std::shared_ptr<const std::atomic<bool>>& replica_checkpoint_flag()
       std::make_shared<const std::atomic<bool>>(true);
   return flag;
 }
-/// Throws ReplicaRefused in a replica: `stage` keeps state the replica
+/// Throws ReplicaRefused in a replica: the caller keeps state the replica
 /// cannot make private.
-inline void refuse_in_replica(const IteratorContext& ctx, std::string_view stage) {
-  if (ctx.replica) throw ReplicaRefused{std::string(stage)};
+inline void refuse_in_replica(const IteratorContext& ctx) {
+  if (ctx.replica) throw ReplicaRefused{};
 }
 }  // namespace detail
 

@@ -38,6 +38,10 @@ namespace detail {
 /// than this many inputs again at some stage (tests lower it, to compact
 /// every state).
 inline std::atomic<std::int64_t> compact_replay_pulls{4096};
+/// Restores a state into a replica of a pipeline and saves it (see
+/// PipelineIterator::save()), given the pipeline's fingerprint and description.
+using CompactFn = std::function<IteratorState(const IteratorState&, std::uint64_t,
+                                              const std::vector<StageDescription>&)>;
 }  // namespace detail
 
 /// The iterator handed to users by Dataset::iterator(): the pipeline's last
@@ -51,11 +55,12 @@ class PipelineIterator {
   /// `fingerprint` computes the pipeline's fingerprint and `describe` its
   /// stages' (on the first save or restore only: a long file list is hashed
   /// only when it is needed); `compact` restores a state into a replica of
-  /// the pipeline and saves it (see save()).
+  /// the pipeline and saves it (see save()), given this pipeline's
+  /// fingerprint and description, so that it computes neither again.
   PipelineIterator(It it, std::shared_ptr<detail::Model> model,
                    std::function<std::uint64_t()> fingerprint = {},
                    std::function<std::vector<detail::StageDescription>()> describe = {},
-                   std::function<IteratorState(const IteratorState&)> compact = {})
+                   detail::CompactFn compact = {})
       : model_(std::move(model)),
         it_(std::move(it)),
         fingerprint_fn_(std::move(fingerprint)),
@@ -115,7 +120,7 @@ class PipelineIterator {
     IteratorState state = write_state(replay);
     if (compact_fn_ && replay > detail::compact_replay_pulls.load(std::memory_order_relaxed)) {
       try {
-        state = compact_fn_(state);
+        state = compact_fn_(state, fingerprint(), description());
         if (model_) model_->compacted_saves.fetch_add(1, std::memory_order_relaxed);
       } catch (...) {
         // (detail::ReplicaRefused, or the replica's own failure): kept as written.
@@ -327,7 +332,7 @@ class PipelineIterator {
   mutable std::optional<std::uint64_t> fingerprint_;
   std::function<std::vector<detail::StageDescription>()> describe_fn_;
   mutable std::optional<std::vector<detail::StageDescription>> description_;
-  std::function<IteratorState(const IteratorState&)> compact_fn_;
+  detail::CompactFn compact_fn_;
   std::unique_ptr<detail::Autotuner> tuner_;
   bool started_ = false;
   bool tracing_ = false;
@@ -348,18 +353,19 @@ auto make_pipeline_iterator(const D& d) {
   auto it = child_iterator(d, ctx);
   std::function<std::uint64_t()> fingerprint;
   std::function<std::vector<StageDescription>()> describe;
-  std::function<IteratorState(const IteratorState&)> compact;
+  CompactFn compact;
   if constexpr (std::is_copy_constructible_v<D>) {
     fingerprint = [d] { return fingerprint_value(d); };
     describe = [d] { return description_of(d); };
     // See PipelineIterator::save(): no model (nothing measured, no
     // autotuner), private counters.
-    compact = [d, fingerprint, describe](const IteratorState& state) {
+    compact = [d](const IteratorState& state, std::uint64_t fp,
+                  const std::vector<StageDescription>& stages) {
       IteratorContext replica_ctx;
       replica_ctx.replica = std::make_shared<CounterSandbox>();
       auto replica_it = child_iterator(d, replica_ctx);
-      PipelineIterator<decltype(replica_it)> replica(std::move(replica_it), nullptr, fingerprint,
-                                                     describe);
+      PipelineIterator<decltype(replica_it)> replica(
+          std::move(replica_it), nullptr, [fp] { return fp; }, [&stages] { return stages; });
       replica.restore(state);
       std::int64_t replay = 0;
       return replica.write_state(replay);

@@ -107,8 +107,8 @@ class FromGeneratorDataset
   explicit FromGeneratorDataset(Make make) : make_(std::move(make)) {}
 
   auto make_iterator(const IteratorContext& ctx) const {
-    detail::refuse_in_replica(ctx, stage_name);  // the generator's state is the user's
-    Make make = make_;                           // make() may be non-const; each pass calls a copy
+    detail::refuse_in_replica(ctx);  // the generator's state is the user's
+    Make make = make_;               // make() may be non-const; each pass calls a copy
     return FromGeneratorIterator<detail::generator_t<Make>, element_type>(
         detail::invoke_user("from_generator", std::nullopt, make));
   }

@@ -446,7 +446,7 @@ class CacheDataset
 
   Iterator make_iterator(const IteratorContext& ctx) const {
     // Its fill is shared with the live pipeline's passes.
-    detail::refuse_in_replica(ctx, stage_name);
+    detail::refuse_in_replica(ctx);
     // The input's iterator is made when the pass first reads it: a restore
     // may ask for another epoch first.
     typename Iterator::MakeInput make_input =
