@@ -411,6 +411,39 @@ TEST_CASE("checkpoint: stats() shows the last state's size and save time", "[sta
                  Catch::Contains("(2 saves, 0 compacted)"));
 }
 
+TEST_CASE("checkpoint: stats() shows what a restore replayed", "[stages][checkpoint]") {
+  CHECK_FALSE(range(10).iterator().stats().restored);
+  // Before the first save the shuffle declines the parallel map's anchors
+  // (its buffer would be serialized whole), so the state's anchor is the
+  // pass's start: the restore replays the 50 inputs delivered.
+  const auto make = [] {
+    return range(100)
+        .shuffle(10, {.seed = 3})
+        .map([](std::int64_t x) { return x + 1; }, {.parallelism = 2});
+  };
+  auto it = make().iterator();
+  for (int i = 0; i < 50; ++i) REQUIRE(it.next().has_value());
+  const IteratorState state = it.save();
+  REQUIRE(it.stats().compacted_checkpoints == 0);  // under the 4,096 inputs that compact it
+  auto restored = make().iterator(state);
+  PipelineStats stats = restored.stats();
+  CHECK(stats.restored);
+  CHECK(stats.restore_replayed_inputs == 50);
+  CHECK(stats.restore_ms >= 0);
+  CHECK_THAT(stats.to_string(),
+             Catch::Contains("restore: ") &&
+                 Catch::Contains(" ms, replaying 50 inputs to the saved position"));
+
+  // A stage without anchors stores its position: nothing is replayed.
+  auto batches = range(100).batch(4).iterator();
+  REQUIRE(batches.next().has_value());
+  auto restored_batches = range(100).batch(4).iterator(batches.save());
+  stats = restored_batches.stats();
+  CHECK(stats.restored);
+  CHECK(stats.restore_replayed_inputs == 0);
+  CHECK(restored_batches.next()->values<std::int64_t>()[0] == 4);
+}
+
 TEST_CASE("checkpoint: unique stores the elements it has seen", "[stages][checkpoint]") {
   check_restore_everywhere([] {
     return from_vector(std::vector<std::int64_t>{3, 1, 3, 2, 1, 4, 4, 5, 2})

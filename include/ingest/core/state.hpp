@@ -311,10 +311,11 @@ class StateWriter {
   /// elements kept for them): the anchors' pacing leaves it out.
   void add_prepaid_ns(std::int64_t ns) noexcept { prepaid_ns_ += ns; }
   std::int64_t prepaid_ns() const noexcept { return prepaid_ns_; }
-  /// The most inputs one stage's restore of this state would pull again
-  /// (from its anchor to its position, runtime/anchors.hpp), nested states
-  /// included: PipelineIterator::save() compacts a state that replays long.
-  void note_replay(std::int64_t pulls) noexcept { replay_ = std::max(replay_, pulls); }
+  /// The inputs a restore of this state pulls again and discards, summed
+  /// over its stages (each from its anchor to its position,
+  /// runtime/anchors.hpp), nested states included: PipelineIterator::save()
+  /// compacts a state that replays long.
+  void note_replay(std::int64_t pulls) noexcept { replay_ += pulls; }
   std::int64_t replay() const noexcept { return replay_; }
 
   /// The payload's size, deferred parts included.
@@ -554,6 +555,12 @@ class StateReader {
     }
   }
 
+  /// The inputs the restore pulls again and discards, as the stages note
+  /// them (runtime/anchors.hpp read_position), nested states included:
+  /// what StateWriter::replay() was at the save. stats() reports it.
+  void note_replayed(std::int64_t pulls) noexcept { replayed_ += pulls; }
+  std::int64_t replayed() const noexcept { return replayed_; }
+
   /// Bytes left in the current section.
   std::size_t remaining() const noexcept { return limit_ - pos_; }
   /// The offset of the next read, from the start of the state.
@@ -603,6 +610,7 @@ class StateReader {
   std::size_t limit_;  // end of the current section
   std::uint64_t base_;
   std::shared_ptr<const void> owner_;
+  std::int64_t replayed_ = 0;
 };
 
 /// A saved iterator: bytes with a magic, a format version, the pipeline's

@@ -201,6 +201,7 @@ Replay read_position(StateReader& r, It& input, std::string_view stage) {
   StateReader anchor(bytes, bytes_at, r.owner());
   input.restore(anchor);
   anchor.finish();
+  r.note_replayed(anchor.replayed() + (replay.low - replay.anchor));  // the caller's skip_inputs
   if (r.owner()) {
     replay.anchor_state = std::make_shared<StateWriter>();
     replay.anchor_state->write_deferred(std::make_shared<const SharedBytes>(bytes, r.owner()));
@@ -377,10 +378,23 @@ class Anchors {
   /// taken yet, `save_now(StateWriter&)` saves the input, which is idle and
   /// at `pulled` (nothing pulled yet). Rethrows the input's error if it
   /// could not be saved.
+  ///
+  /// `input_idle`: the stage's input is at `pulled` and nobody pulls it
+  /// meanwhile (nothing in flight, no producer started). In a replica
+  /// (see restored()) with nothing pending, save_now then saves the input
+  /// where it stands: a replay by an outer stage's restore moved it past
+  /// the anchor restored() took, and the state would replay that again.
   template <class SaveNow>
   void write(StateWriter& w, std::int64_t pulled, std::vector<PositionRange> pending,
-             SaveNow&& save_now) const {
+             SaveNow&& save_now, bool input_idle = false) const {
     const std::int64_t low = lowest_pending(pulled, pending);
+    if (input_idle && low == pulled && watch_ == replica_checkpoint_flag()) {
+      StateWriter now;
+      now.set_speculative(w.speculative());
+      save_now(now);
+      write_position(w, pulled, now, pulled, {});
+      return;
+    }
     std::int64_t position = 0;
     // Shared, not copied: the lock is held for a pointer's copy, never for
     // the bytes of a large state (a shuffle buffer's), so the puller's next
@@ -493,9 +507,12 @@ class Anchors {
 /// `replay` and saved again states what the replay still drops as delivered.
 template <class It>
 void save_pulled(StateWriter& w, const Anchors& anchors, const Replay& replay, const It& input,
-                 std::int64_t pulled, std::vector<PositionRange> pending) {
+                 std::int64_t pulled, std::vector<PositionRange> pending, bool input_idle = false) {
+  // Below the restore's `high` the input is not where `pulled` is raised to.
+  input_idle = input_idle && pulled >= replay.high;
   replay.adjust(pending, pulled);
-  anchors.write(w, pulled, std::move(pending), [&](StateWriter& now) { input.save(now); });
+  anchors.write(
+      w, pulled, std::move(pending), [&](StateWriter& now) { input.save(now); }, input_idle);
 }
 
 /// Restores what save_pulled wrote into a fresh iterator: `input` from the

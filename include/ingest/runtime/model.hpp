@@ -493,6 +493,10 @@ class Model {
   std::atomic<std::int64_t> saves{0}, last_state_bytes{0}, last_save_ns{0};
   /// Of the saves, those whose state a replica compacted (PipelineIterator::save).
   std::atomic<std::int64_t> compacted_saves{0};
+  /// The restore this iterator started from (PipelineIterator::restore): how
+  /// long it took and the inputs its stages pulled again and discarded.
+  std::atomic<bool> restored{false};
+  std::atomic<std::int64_t> last_restore_ns{0}, last_restore_replayed{0};
   /// Set by the pipeline's first save() or restore, or from the start with
   /// PipelineOptions::checkpointing: from then on the
   /// stages keep what makes later states quick to restore (shuffle's

@@ -35,8 +35,8 @@ namespace ingest {
 
 namespace detail {
 /// PipelineIterator::save() compacts a state whose restore would pull more
-/// than this many inputs again at some stage (tests lower it, to compact
-/// every state).
+/// than this many inputs again, summed over its stages (tests lower it, to
+/// compact every state).
 inline std::atomic<std::int64_t> compact_replay_pulls{4096};
 /// Restores a state into a replica of a pipeline and saves it (see
 /// PipelineIterator::save()), given the pipeline's fingerprint and description.
@@ -100,8 +100,8 @@ class PipelineIterator {
   /// (in this process or another). Call between calls of next(). Throws
   /// Unimplemented naming the first stage that cannot be saved yet.
   ///
-  /// A state whose restore would pull more than 4,096 inputs again at some
-  /// stage (an anchor taken long before the consumer's position: at the
+  /// A state whose restore would pull more than 4,096 inputs again, summed
+  /// over its stages (an anchor taken long before the consumer's position: at the
   /// first save over a filled shuffle buffer, which declines anchors until
   /// the pipeline is saved) is restored here into a replica of the pipeline
   /// whose stages anchor their inputs where they stand, and the replica's
@@ -136,8 +136,8 @@ class PipelineIterator {
   }
 
   /// The state at the consumer's position as the stages write it (save()
-  /// without compaction); `replay`: the most inputs a stage's restore of it
-  /// pulls again.
+  /// without compaction); `replay`: the inputs its restore pulls again,
+  /// summed over the stages (StateWriter::replay()).
   IteratorState write_state(std::int64_t& replay) const {
     StateWriter w;
     // The stages' names and parameters first: a restore into another
@@ -185,8 +185,14 @@ class PipelineIterator {
     if (state.fingerprint() != fingerprint() || saved != description())
       throw_other_pipeline(state, saved);
     if (model_) model_->checkpointed.store(true, std::memory_order_relaxed);
+    const std::int64_t start = detail::now_ns();
     it_.restore(r);
     r.finish();
+    if (model_) {  // stats() shows what the restore replayed
+      model_->last_restore_ns.store(detail::now_ns() - start, std::memory_order_relaxed);
+      model_->last_restore_replayed.store(r.replayed(), std::memory_order_relaxed);
+      model_->restored.store(true, std::memory_order_relaxed);
+    }
   }
 
   /// Per-stage statistics so far: elements, bytes, self time per element,

@@ -273,7 +273,9 @@ class Prefetcher {
     const std::int64_t consumed =
         s.base + static_cast<std::int64_t>(s.head.load(std::memory_order_relaxed)) -
         (ended_ ? 1 : 0);  // the end's item is no element
-    s.anchors->write(w, consumed, {}, [&](StateWriter& now) { s.input->save(now); });
+    s.anchors->write(
+        w, consumed, {}, [&](StateWriter& now) { s.input->save(now); },
+        /*input_idle=*/!started_);
   }
 
   /// Restores what save_position() wrote, before start(): restores the

@@ -77,8 +77,15 @@ struct PipelineStats {
   std::int64_t last_state_bytes = 0;
   double last_save_ms = 0;
   /// Of the checkpoints, those a replica compacted (PipelineIterator::save:
-  /// a state that would have replayed over 4,096 inputs at a stage).
+  /// a state that would have replayed over 4,096 inputs).
   std::int64_t compacted_checkpoints = 0;
+  /// For an iterator restored from a state (Dataset::iterator(state)): how
+  /// long the restore took, and the inputs its stages pulled again and
+  /// discarded on the way to the saved position, summed over the stages
+  /// (0 for a state anchored at the position, as compacted ones are).
+  bool restored = false;
+  double restore_ms = 0;
+  std::int64_t restore_replayed_inputs = 0;
   /// Why the stage marked as the bottleneck is marked, or why none is (the
   /// consumer hardly waited, or nothing was measured yet).
   std::string bottleneck_reason{};
@@ -138,6 +145,12 @@ struct PipelineStats {
                     detail::format_bytes(last_state_bytes).c_str(), last_save_ms,
                     static_cast<long long>(checkpoints),
                     static_cast<long long>(compacted_checkpoints));
+      out += line;
+    }
+    if (restored) {
+      std::snprintf(line, sizeof line,
+                    "restore: %.3f ms, replaying %lld inputs to the saved position\n", restore_ms,
+                    static_cast<long long>(restore_replayed_inputs));
       out += line;
     }
     return out;
@@ -293,6 +306,10 @@ inline PipelineStats make_stats(const Model& model) {
   stats.compacted_checkpoints = model.compacted_saves.load(std::memory_order_relaxed);
   stats.last_save_ms =
       static_cast<double>(model.last_save_ns.load(std::memory_order_relaxed)) / 1e6;
+  stats.restored = model.restored.load(std::memory_order_relaxed);
+  stats.restore_ms =
+      static_cast<double>(model.last_restore_ns.load(std::memory_order_relaxed)) / 1e6;
+  stats.restore_replayed_inputs = model.last_restore_replayed.load(std::memory_order_relaxed);
   const std::vector<NodeView> views = snapshot(model);
   if (views.empty()) return stats;
   const double root_elements = static_cast<double>(std::max<std::int64_t>(views[0].elements, 1));

@@ -74,7 +74,8 @@ class MapAndBatchIterator {
         engine_(max_batches(batch_size, parallelism, *runtime_of(ctx)) *
                     chunks_per_batch(batch_size, parallelism, *runtime_of(ctx)),
                 batch_size, Compute{std::move(f), cancel_}, parallelism, deterministic,
-                runtime_of(ctx), ctx.node) {
+                runtime_of(ctx), ctx.node),
+        replica_(ctx.replica != nullptr) {
     anchors_.watch(detail::checkpoint_flag(ctx));
     // An infinite input fills every batch: the inputs of one must fit too
     // (a finite or unknown one allocates by what arrives).
@@ -138,7 +139,8 @@ class MapAndBatchIterator {
   /// Checkpoint: the newest anchor at or before the first input not yet
   /// delivered, and which batches were not (runtime/anchors.hpp).
   void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
-    detail::save_pulled(w, anchors_, replay_, input_, next_index_, pending());
+    detail::save_pulled(w, anchors_, replay_, input_, next_index_, pending(),
+                        /*input_idle=*/active_.empty());
   }
   /// Restores what save() wrote into a fresh iterator: the input from the
   /// anchor, replayed to the first input not delivered (a batch's start).
@@ -268,7 +270,10 @@ class MapAndBatchIterator {
 
   void replan() {
     anchors_.poll(next_index_);  // the pipeline's first save or restore: anchor now
-    inline_ = engine_.replan();
+    // A replica (PipelineIterator::save) runs inline: an outer stage's
+    // restore pulls through it, and it is saved at once, anchored where its
+    // input stands (Anchors::write), nothing in flight.
+    inline_ = engine_.replan() || replica_;
   }
 
   // Inline, when the source can apply f in its own fill loop: the sequential
@@ -556,6 +561,7 @@ class MapAndBatchIterator {
   Engine engine_;                  // after cancel_: its Compute copies the token
   detail::CheckPacer pacer_;       // the fused path's pieces
   detail::CheckPacer load_pacer_;  // bulk input fills
+  bool replica_ = false;           // in a replica (see replan())
   bool inline_ = false;
   bool fused_ = false;  // inline with a fused source: next() goes straight to next_fused()
   bool input_done_ = false;

@@ -54,7 +54,8 @@ class ParallelMapIterator {
       : input_(std::move(input)),
         engine_(slots(parallelism, *runtime), 1024, Compute{std::move(fn)}, parallelism,
                 deterministic, runtime, node),  // a copy: `*runtime` is read in the same call
-        node_(node) {
+        node_(node),
+        replica_(checkpointed && checkpointed == detail::replica_checkpoint_flag()) {
     inflight_.reserve(engine_.slots());
     anchors_.watch(std::move(checkpointed));
   }
@@ -76,7 +77,8 @@ class ParallelMapIterator {
   /// Checkpoint: the newest anchor at or before the first input not yet
   /// delivered, and which pulled inputs were not (runtime/anchors.hpp).
   void save(StateWriter& w) const requires checkpointable_iterator<InputIt> {
-    detail::save_pulled(w, anchors_, replay_, input_, next_index_, pending());
+    detail::save_pulled(w, anchors_, replay_, input_, next_index_, pending(),
+                        /*input_idle=*/current_ == Engine::none && inflight_.empty());
   }
   /// Restores what save() wrote into a fresh iterator: the input from the
   /// anchor, replayed to the first input not delivered.
@@ -171,8 +173,10 @@ class ParallelMapIterator {
   void replan() {
     anchors_.poll(next_index_);  // the pipeline's first save or restore: anchor now
     // Replaying (after a restore) goes through chunks, whose results are
-    // filtered at hand-out.
-    inline_ = engine_.replan() && next_index_ >= replay_.high;
+    // filtered at hand-out. A replica (PipelineIterator::save) runs inline:
+    // an outer stage's restore pulls through it, and it is saved at once,
+    // anchored where its input stands (Anchors::write), nothing in flight.
+    inline_ = (engine_.replan() || replica_) && next_index_ >= replay_.high;
     fast_ = inline_ && current_ == Engine::none && inflight_.empty();
   }
 
@@ -329,6 +333,7 @@ class ParallelMapIterator {
   InputIt input_;
   Engine engine_;
   detail::StageNode* node_;
+  bool replica_ = false;  // in a replica (see replan())
   bool inline_ = false;
   bool fast_ = false;  // inline mode with nothing in flight: next() calls f directly
   bool input_done_ = false;
