@@ -8,9 +8,10 @@
 //                       batch; the state is the second save of the run (as a
 //                       job saving every N steps: the first save, after one
 //                       batch, makes the stages keep what later saves need),
-//                       or with first_save the run's first; /checkpointing:
-//                       with_options({.checkpointing = true}), which keeps
-//                       that from the start
+//                       or with first_save the run's first (the inputs the
+//                       restore pulled again: the replayed_inputs counter);
+//                       /checkpointing: with_options({.checkpointing =
+//                       true}), which keeps that from the start
 //   W8/first_save/*     the run's first save() (after one batch, then a
 //                       quarter or three quarters of the epoch): over the
 //                       shuffle buffer its state is compacted (a replica
@@ -111,14 +112,18 @@ void restore(benchmark::State& state, Make make, int quarters, bool first_save) 
   if (!first_save) benchmark::DoNotOptimize(it.save());
   for (std::int64_t i = 1; i < batches_in_data() * quarters / 4 + 1; ++i) it.next();
   const ingest::IteratorState saved = it.save();
+  std::int64_t replayed = 0;
   for (auto _ : state) {
     const auto fresh = make();
     const auto start = Clock::now();
     auto resumed = fresh.iterator(saved);
     benchmark::DoNotOptimize(resumed.next());
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    replayed = resumed.stats().restore_replayed_inputs;
   }
   state.counters["state_bytes"] = static_cast<double>(saved.bytes().size());
+  // The inputs the restore pulled again to reach the position (stats()).
+  state.counters["replayed_inputs"] = static_cast<double>(replayed);
   state.SetItemsProcessed(state.iterations());
 }
 
