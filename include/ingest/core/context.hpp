@@ -104,6 +104,13 @@ class CounterSandbox {
     return std::static_pointer_cast<std::atomic<T>>(copy.copy);
   }
 
+  /// Throws ReplicaRefused, and marks the replica refused for good: a
+  /// stage that pulls its input may take the exception for an element's
+  /// error (a restore's replay skips those), and the save must still give
+  /// up (PipelineIterator::save checks refused()).
+  [[noreturn]] void refuse();
+  bool refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
+
  private:
   struct Copy {
     std::shared_ptr<const void> shared;
@@ -111,6 +118,7 @@ class CounterSandbox {
   };
   std::mutex mu_;
   std::unordered_map<const void*, Copy> copies_;
+  std::atomic<bool> refused_{false};
 };
 
 /// Thrown where a replica (CounterSandbox) would touch what it cannot keep
@@ -118,6 +126,11 @@ class CounterSandbox {
 /// state, the datasets an interleave's function captures): the save keeps
 /// the state it wrote. Not an error; never reaches a user.
 struct ReplicaRefused {};
+
+inline void CounterSandbox::refuse() {
+  refused_.store(true, std::memory_order_relaxed);
+  throw ReplicaRefused{};
+}
 }  // namespace detail
 
 struct IteratorContext {
@@ -188,7 +201,7 @@ inline const std::shared_ptr<const std::atomic<bool>>& replica_checkpoint_flag()
 /// Throws ReplicaRefused in a replica: the caller keeps state the replica
 /// cannot make private.
 inline void refuse_in_replica(const IteratorContext& ctx) {
-  if (ctx.replica) throw ReplicaRefused{};
+  if (ctx.replica) ctx.replica->refuse();
 }
 }  // namespace detail
 

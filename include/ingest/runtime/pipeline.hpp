@@ -374,7 +374,11 @@ auto make_pipeline_iterator(const D& d) {
           std::move(replica_it), nullptr, [fp] { return fp; }, [&stages] { return stages; });
       replica.restore(state);
       std::int64_t replay = 0;
-      return replica.write_state(replay);
+      IteratorState compacted = replica.write_state(replay);
+      // A refusal a stage took for an element's error (the replay skips
+      // those) still refuses.
+      if (replica_ctx.replica->refused()) throw ReplicaRefused{};
+      return compacted;
     };
   } else {
     fingerprint = [value = fingerprint_value(d)] { return value; };

@@ -503,7 +503,7 @@ class ReturnedCounters {
                         at);
     }
     // A replica's record starts empty, so it could not save these again.
-    if (replica_ && n > 0) throw ReplicaRefused{};
+    if (replica_ && n > 0) replica_->refuse();
     pending_.resize(static_cast<std::size_t>(n));
     for (Pending& p : pending_) {
       p.place = r.read_u64();
