@@ -281,9 +281,12 @@ class InterleaveIterator {
   // of 1 pulls them on the consumer's thread, as a fixed 1 does: a hand-off
   // through a producer costs more than reading a cheap record (page-cache
   // TFRecords: about 1.4 M records/s through producers on two cores, 2.5 M
-  // inline), so the autotuner can choose not to pay it.
+  // inline), so the autotuner can choose not to pay it. A replica
+  // (PipelineIterator::save) pulls them on its thread too: it is saved as
+  // soon as it is restored, and an input pulled directly is saved where it
+  // stands, where a producer would have run ahead of its anchors.
   bool fetch_new_inputs() const noexcept {
-    if (!parallel_) return false;
+    if (!parallel_ || ctx_.replica) return false;
     return config_.tuned_parallelism == nullptr ||
            config_.tuned_parallelism->load(std::memory_order_relaxed) > 1;
   }
