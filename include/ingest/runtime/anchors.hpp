@@ -292,7 +292,7 @@ class Anchors {
   template <class It>
   void restored(Replay& replay, const It& input) noexcept {
     seen_ = true;
-    if (replay.anchor_state && watch_ != replica_checkpoint_flag()) {
+    if (replay.anchor_state && !in_replica()) {
       try {
         std::lock_guard lock(mu_);
         anchors_.push_back({replay.anchor, std::move(replay.anchor_state)});
@@ -304,6 +304,11 @@ class Anchors {
     }
     take(input, replay.low, replay.low);
   }
+
+  /// Whether these are a replica's anchors (watch()ing
+  /// detail::replica_checkpoint_flag; see PipelineIterator::save): its
+  /// stages run inline and are saved where they stand.
+  bool in_replica() const noexcept { return watch_ == replica_checkpoint_flag(); }
 
   /// Puller: an anchor is due before pulling the input at `pulled`.
   bool due(std::int64_t pulled) const noexcept { return pulled >= next_; }
@@ -388,13 +393,8 @@ class Anchors {
   void write(StateWriter& w, std::int64_t pulled, std::vector<PositionRange> pending,
              SaveNow&& save_now, bool input_idle = false) const {
     const std::int64_t low = lowest_pending(pulled, pending);
-    if (input_idle && low == pulled && watch_ == replica_checkpoint_flag()) {
-      StateWriter now;
-      now.set_speculative(w.speculative());
-      save_now(now);
-      write_position(w, pulled, now, pulled, {});
-      return;
-    }
+    // In a replica, an idle input is saved where it stands (see above).
+    const bool save_here = input_idle && low == pulled && in_replica();
     std::int64_t position = 0;
     // Shared, not copied: the lock is held for a pointer's copy, never for
     // the bytes of a large state (a shuffle buffer's), so the puller's next
@@ -402,7 +402,7 @@ class Anchors {
     std::shared_ptr<const StateWriter> state;
     bool found = false;
     std::exception_ptr failure;
-    {
+    if (!save_here) {
       std::lock_guard lock(mu_);
       for (auto a = anchors_.rbegin(); a != anchors_.rend(); ++a) {
         if (a->position <= low) {

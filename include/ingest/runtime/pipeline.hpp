@@ -101,9 +101,9 @@ class PipelineIterator {
   /// Unimplemented naming the first stage that cannot be saved yet.
   ///
   /// A state whose restore would pull more than 4,096 inputs again, summed
-  /// over its stages (an anchor taken long before the consumer's position: at the
-  /// first save over a filled shuffle buffer, which declines anchors until
-  /// the pipeline is saved) is restored here into a replica of the pipeline
+  /// over its stages (an anchor taken long before the consumer's position:
+  /// at the first save over a filled shuffle buffer, which declines anchors
+  /// until the pipeline is saved) is restored here into a replica of the pipeline
   /// whose stages anchor their inputs where they stand, and the replica's
   /// state is returned: the replay is paid once, by this save, instead of
   /// by every restore. The replica counts on private copies of the

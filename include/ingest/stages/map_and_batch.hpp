@@ -74,8 +74,7 @@ class MapAndBatchIterator {
         engine_(max_batches(batch_size, parallelism, *runtime_of(ctx)) *
                     chunks_per_batch(batch_size, parallelism, *runtime_of(ctx)),
                 batch_size, Compute{std::move(f), cancel_}, parallelism, deterministic,
-                runtime_of(ctx), ctx.node),
-        replica_(ctx.replica != nullptr) {
+                runtime_of(ctx), ctx.node) {
     anchors_.watch(detail::checkpoint_flag(ctx));
     // An infinite input fills every batch: the inputs of one must fit too
     // (a finite or unknown one allocates by what arrives).
@@ -273,7 +272,7 @@ class MapAndBatchIterator {
     // A replica (PipelineIterator::save) runs inline: an outer stage's
     // restore pulls through it, and it is saved at once, anchored where its
     // input stands (Anchors::write), nothing in flight.
-    inline_ = engine_.replan() || replica_;
+    inline_ = engine_.replan() || anchors_.in_replica();
   }
 
   // Inline, when the source can apply f in its own fill loop: the sequential
@@ -561,7 +560,6 @@ class MapAndBatchIterator {
   Engine engine_;                  // after cancel_: its Compute copies the token
   detail::CheckPacer pacer_;       // the fused path's pieces
   detail::CheckPacer load_pacer_;  // bulk input fills
-  bool replica_ = false;           // in a replica (see replan())
   bool inline_ = false;
   bool fused_ = false;  // inline with a fused source: next() goes straight to next_fused()
   bool input_done_ = false;

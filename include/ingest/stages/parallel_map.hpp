@@ -54,8 +54,7 @@ class ParallelMapIterator {
       : input_(std::move(input)),
         engine_(slots(parallelism, *runtime), 1024, Compute{std::move(fn)}, parallelism,
                 deterministic, runtime, node),  // a copy: `*runtime` is read in the same call
-        node_(node),
-        replica_(checkpointed && checkpointed == detail::replica_checkpoint_flag()) {
+        node_(node) {
     inflight_.reserve(engine_.slots());
     anchors_.watch(std::move(checkpointed));
   }
@@ -176,7 +175,7 @@ class ParallelMapIterator {
     // filtered at hand-out. A replica (PipelineIterator::save) runs inline:
     // an outer stage's restore pulls through it, and it is saved at once,
     // anchored where its input stands (Anchors::write), nothing in flight.
-    inline_ = (engine_.replan() || replica_) && next_index_ >= replay_.high;
+    inline_ = (engine_.replan() || anchors_.in_replica()) && next_index_ >= replay_.high;
     fast_ = inline_ && current_ == Engine::none && inflight_.empty();
   }
 
@@ -333,7 +332,6 @@ class ParallelMapIterator {
   InputIt input_;
   Engine engine_;
   detail::StageNode* node_;
-  bool replica_ = false;  // in a replica (see replan())
   bool inline_ = false;
   bool fast_ = false;  // inline mode with nothing in flight: next() calls f directly
   bool input_done_ = false;
