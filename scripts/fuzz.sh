@@ -10,12 +10,15 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 scripts/install-deps.sh
+source scripts/ccache-env.sh
 
 build=build/fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  "-DCMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-}" \
   -DINGEST_BUILD_FUZZERS=ON -DINGEST_BUILD_TESTS=OFF -DINGEST_BUILD_BENCH=OFF \
   -DINGEST_BUILD_EXAMPLES=OFF
 cmake --build "$build" -j "$(nproc)"
+scripts/build-profile.sh "$build" --top 8
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

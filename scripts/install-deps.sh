@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev clang-format  # toolchains, sanitizers, libFuzzer
+  ccache mold                                                    # compiler cache, faster linker (build time)
   libboost-dev zlib1g-dev                                        # the core
   libisal-dev                                                    # faster GZIP/ZLIB inflate (optional)
   catch2 libbenchmark-dev nlohmann-json3-dev                     # tests, benchmarks

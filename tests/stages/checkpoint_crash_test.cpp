@@ -25,6 +25,7 @@
 
 #include "support/crash_pipeline.hpp"
 #include "support/files.hpp"
+#include "support/paths.hpp"
 
 extern char** environ;
 
@@ -39,13 +40,13 @@ struct Paths {
 };
 
 pid_t spawn_child(const Paths& p) {
-  std::vector<std::string> args = {INGEST_CRASH_CHILD, p.data, p.out, p.checkpoint,
+  std::vector<std::string> args = {::ingest::testing::crash_child, p.data, p.out, p.checkpoint,
                                    kBatchesPerCheckpoint};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  REQUIRE(::posix_spawn(&pid, INGEST_CRASH_CHILD, nullptr, nullptr, argv.data(), environ) == 0);
+  REQUIRE(::posix_spawn(&pid, ::ingest::testing::crash_child, nullptr, nullptr, argv.data(), environ) == 0);
   return pid;
 }
 

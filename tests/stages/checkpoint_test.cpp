@@ -17,6 +17,7 @@
 
 #include "support/checkpoint.hpp"
 #include "support/files.hpp"
+#include "support/paths.hpp"
 #include "support/records.hpp"
 #include "support/testing.hpp"
 

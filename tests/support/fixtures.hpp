@@ -17,6 +17,7 @@
 #include <ingest/ingest.hpp>
 
 #include "support/files.hpp"
+#include "support/paths.hpp"
 #include "support/sha256.hpp"
 
 namespace ingest::testing {

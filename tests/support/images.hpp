@@ -20,6 +20,7 @@
 #include <ingest/image/image.hpp>
 
 #include "support/files.hpp"
+#include "support/paths.hpp"
 
 namespace ingest::testing {
 

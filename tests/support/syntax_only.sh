@@ -3,7 +3,8 @@
 # compile command it is given with -fsyntax-only (a header compiles on its
 # own if it parses and its templates instantiate; code generation would
 # only cost time), then leaves an empty object file where -o said, so the
-# build tool sees the step done and does not repeat it.
+# build tool sees the step done and does not repeat it. The command may
+# start with a launcher (ccache), which then caches the check.
 set -e
 out=
 prev=
