@@ -61,11 +61,15 @@ for output, (start, end) in entries.items():
         target, source = m.group(2), m.group(3)
         if source.endswith(".gch") or "cmake_pch" in source:
             source = "(precompiled header)"
-        elif "/Unity/" in "/" + source:
+        elif "/Unity/" in "/" + source:   # CMake's UNITY_BUILD
             members = unity_members(output[: -len(".o")])
-            if members:
-                first = os.path.basename(members[0])
-                source = f"{os.path.basename(source)} ({first} +{len(members) - 1})"
+        elif source.startswith("unity/"):   # tests/CMakeLists.txt's groups
+            members = unity_members(os.path.join(m.group(1) or "", source))
+        else:
+            members = []
+        if members:
+            first = os.path.basename(members[0])
+            source = f"{os.path.basename(source)} ({first} +{len(members) - 1})"
         per_target[target][0] += seconds
         per_target[target][2] += 1
         compile_rows.append((seconds, target, source))
@@ -75,7 +79,7 @@ for output, (start, end) in entries.items():
         per_target[target][0] += seconds
         per_target[target][2] += 1
         compile_rows.append((seconds, target, "(precompiled header)"))
-    elif "/" not in os.path.basename(output) and not output.endswith(
+    elif not os.path.basename(output).startswith("cmake.") and not output.endswith(
             (".cmake", ".ninja", ".txt", ".h", ".cc", ".stamp")) and seconds > 0:
         target = os.path.basename(output)
         if target.startswith("lib") and target.endswith(".a"):
