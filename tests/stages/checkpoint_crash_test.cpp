@@ -46,7 +46,8 @@ pid_t spawn_child(const Paths& p) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  REQUIRE(::posix_spawn(&pid, ::ingest::testing::crash_child, nullptr, nullptr, argv.data(), environ) == 0);
+  REQUIRE(::posix_spawn(&pid, ::ingest::testing::crash_child, nullptr, nullptr, argv.data(),
+                        environ) == 0);
   return pid;
 }
 

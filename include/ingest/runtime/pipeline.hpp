@@ -76,7 +76,8 @@ struct PipelineControl {
     if (model->autotune.load(std::memory_order_relaxed)) {
       const auto cpu = model->cpu_budget.load(std::memory_order_relaxed);
       tuner = std::make_unique<Autotuner>(
-          model, cpu > 0 ? cpu : static_cast<std::int64_t>(max_tuned_parallelism(*default_runtime())));
+          model,
+          cpu > 0 ? cpu : static_cast<std::int64_t>(max_tuned_parallelism(*default_runtime())));
     }
   }
 
@@ -229,8 +230,8 @@ class PipelineIterator {
   using value_type = typename It::value_type;
 
   /// Keeps `dataset` (the pipeline that made `it`) to describe it when saved.
-  PipelineIterator(It it, std::shared_ptr<detail::Model> model, detail::PipelineDataset<D> dataset)
-    requires(!std::is_void_v<D>)
+  PipelineIterator(It it, std::shared_ptr<detail::Model> model,
+                   detail::PipelineDataset<D> dataset) requires(!std::is_void_v<D>)
       : control_(std::move(model)), it_(std::move(it)), dataset_(std::move(dataset)) {}
   /// The pipeline's fingerprint and stages given up front.
   PipelineIterator(It it, std::shared_ptr<detail::Model> model, std::uint64_t fingerprint,
@@ -286,7 +287,8 @@ class PipelineIterator {
       if (replay > detail::compact_replay_pulls.load(std::memory_order_relaxed)) {
         try {
           state = compact(state);
-          if (control_.model) control_.model->compacted_saves.fetch_add(1, std::memory_order_relaxed);
+          if (control_.model)
+            control_.model->compacted_saves.fetch_add(1, std::memory_order_relaxed);
         } catch (...) {
           // (detail::ReplicaRefused, or the replica's own failure): kept as written.
         }
@@ -345,7 +347,9 @@ class PipelineIterator {
   }
 
   /// Writes the trace recorded so far to `path`; callable while iterating.
-  void write_trace(const std::string& path) const { detail::write_chrome_trace(*control_.model, path); }
+  void write_trace(const std::string& path) const {
+    detail::write_chrome_trace(*control_.model, path);
+  }
   /// Writes the trace recorded so far to PipelineOptions::trace_path (which
   /// the iterator's destruction overwrites with the whole trace); throws
   /// InvalidArgument when the pipeline has no trace_path.
@@ -432,7 +436,8 @@ auto make_pipeline_iterator(const D& d) {
   ctx.model = model;
   auto it = child_iterator(d, ctx);
   if constexpr (std::is_copy_constructible_v<D>) {
-    return PipelineIterator<decltype(it), D>(std::move(it), std::move(model), PipelineDataset<D>{d});
+    return PipelineIterator<decltype(it), D>(std::move(it), std::move(model),
+                                             PipelineDataset<D>{d});
   } else {
     return PipelineIterator<decltype(it)>(std::move(it), std::move(model), fingerprint_value(d),
                                           description_of(d));
