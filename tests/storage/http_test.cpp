@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -424,11 +425,27 @@ TEST_CASE("https verifies the server's certificate", "[remote][http]") {
     CHECK(client->send(parse_url(url), {.method = "HEAD"}).status == 200);
   }
 
-  SECTION("verify_peer = false accepts any certificate") {
+  SECTION("verify_peer = false accepts any certificate, and says so once per host") {
+    std::vector<std::string> lines;
+    std::mutex mu;
+    set_log_sink([&](std::string_view line) {
+      std::lock_guard lock(mu);
+      lines.emplace_back(line);
+    });
     HttpOptions options;
     options.verify_peer = false;
     HttpClient client(options);
     CHECK(client.send(parse_url(url), {}).body == data);
+    CHECK(client.send(parse_url(url), {.method = "HEAD"}).status == 200);
+    set_log_sink({});
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("127.0.0.1:" + std::to_string(nginx.tls_port())) != std::string::npos);
+    CHECK(lines[0].find("not verified") != std::string::npos);
+  }
+
+  SECTION("TLS 1.2 is the minimum, whatever the system's default") {
+    HttpClient client;
+    CHECK(SSL_CTX_get_min_proto_version(client.tls_context().native_handle()) == TLS1_2_VERSION);
   }
 
   SECTION("a CA file that cannot be loaded is an InvalidArgument naming it") {
