@@ -119,6 +119,13 @@ TEST_CASE("Retry-After and Content-Range values are parsed", "[remote][http]") {
         milliseconds(2000));
   CHECK(storage::detail::parse_retry_after("Sun, 06 Nov 1994 08:49:30 GMT", now) ==
         milliseconds(0));
+  // Dates no nanosecond clock holds (a hostile server's): past is now, future is a day.
+  CHECK(storage::detail::parse_retry_after("Mon, 01 Jan 0001 00:00:00 GMT", now) ==
+        milliseconds(0));
+  CHECK(storage::detail::parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now) ==
+        milliseconds(std::chrono::hours(24)));
+  CHECK(storage::detail::parse_retry_after("Sun, 06 Nov 1994 09:49:37 GMT", now) ==
+        milliseconds(3'600'000));
   CHECK_FALSE(storage::detail::parse_retry_after("soon", now));
   CHECK_FALSE(storage::detail::parse_retry_after("", now));
 

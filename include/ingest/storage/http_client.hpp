@@ -241,9 +241,13 @@ inline std::optional<std::chrono::milliseconds> parse_retry_after(
   const std::string text(value);
   const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
   if (end == nullptr || *end != '\0') return std::nullopt;
-  const auto when = std::chrono::system_clock::from_time_t(::timegm(&tm));
-  if (when <= now) return std::chrono::milliseconds(0);
-  return std::chrono::duration_cast<std::chrono::milliseconds>(when - now);
+  // In seconds, not as a time_point: a server's date in year 1 or 9999 is
+  // outside what a nanosecond clock holds (from_time_t would overflow).
+  const std::time_t when = ::timegm(&tm);
+  const std::time_t at = std::chrono::system_clock::to_time_t(now);
+  if (when <= at) return std::chrono::milliseconds(0);
+  if (when - at > 24 * 3600) return std::chrono::milliseconds(std::chrono::hours(24));
+  return std::chrono::milliseconds(std::chrono::seconds(when - at));
 }
 
 namespace net = boost::asio;
