@@ -341,7 +341,7 @@ TEST_CASE("csv: a line of millions of fields costs what the schema reads, then t
   CHECK_THAT(out[1].error, Catch::Contains("expected 2 fields, got 5000000") &&
                                Catch::Contains("wide.csv") && Catch::Contains("line 2"));
   CHECK(out[2].value == std::tuple<std::int64_t, std::int64_t>{3, 4});
-  CHECK(grew <= 2 * line_bytes + max_line);
+  if (memory_is_measured) CHECK(grew <= 2 * line_bytes + max_line);
 }
 
 TEST_CASE("csv: a line longer than max_line_bytes is an error naming file and line",

@@ -131,7 +131,9 @@ TEST_CASE("hostile: an endless chunk extension fails at once, unretried, in boun
   CHECK(p.requests == 1);
   CHECK(p.seconds < 10);
   // Under twice the limits: 1 MiB of body and 64 KiB of header.
-  CHECK(p.peak_growth < 2 * ((std::size_t{1} << 20) + (std::size_t{64} << 10)));
+  if (ingest::testing::memory_is_measured) {
+    CHECK(p.peak_growth < 2 * ((std::size_t{1} << 20) + (std::size_t{64} << 10)));
+  }
 }
 
 TEST_CASE("hostile: endless trailers fail at the header limit", "[remote][hostile]") {
@@ -430,11 +432,12 @@ TEST_CASE("hostile: XML is parsed in memory proportional to the response",
     const auto grew = peak_growth([&] { keys = parse_list_objects_v2(empty).keys.size(); });
     INFO("empty elements: +" << grew << " bytes");
     CHECK(keys == 0);
-    CHECK(grew <= 4 * empty.size());
+    if (ingest::testing::memory_is_measured) CHECK(grew <= 4 * empty.size());
     // The tree refuses what it cannot hold in 4 times the size.
     const auto tree =
         peak_growth([&] { CHECK_THROWS_WITH(parse_xml(empty), Catch::Contains("bytes to hold")); });
-    CHECK(tree <= 4 * empty.size() + (std::size_t{1} << 20));
+    if (ingest::testing::memory_is_measured)
+      CHECK(tree <= 4 * empty.size() + (std::size_t{1} << 20));
   }
   {
     const std::string contents = document("<Contents><Key>k</Key></Contents>");
@@ -442,7 +445,7 @@ TEST_CASE("hostile: XML is parsed in memory proportional to the response",
     const auto grew = peak_growth([&] { keys = parse_list_objects_v2(contents).keys.size(); });
     INFO("one-letter keys: +" << grew << " bytes");
     CHECK(keys > 200'000);
-    CHECK(grew <= 4 * contents.size());
+    if (ingest::testing::memory_is_measured) CHECK(grew <= 4 * contents.size());
   }
 }
 
