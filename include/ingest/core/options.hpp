@@ -134,6 +134,13 @@ struct PipelineOptions {
 };
 
 /// Options of batch.
+/// Options of cache(path).
+struct CacheOptions {
+  /// Permissions of the cache file (masked by the umask): only its owner
+  /// reads it unless this says otherwise (the elements may be private).
+  unsigned file_mode = 0600;
+};
+
 struct BatchOptions {
   /// Drop a last batch smaller than the batch size.
   bool drop_remainder = false;
