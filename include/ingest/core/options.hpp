@@ -133,7 +133,6 @@ struct PipelineOptions {
   std::optional<bool> checkpointing{};
 };
 
-/// Options of batch.
 /// Options of cache(path).
 struct CacheOptions {
   /// Permissions of the cache file (masked by the umask): only its owner
@@ -141,6 +140,7 @@ struct CacheOptions {
   unsigned file_mode = 0600;
 };
 
+/// Options of batch.
 struct BatchOptions {
   /// Drop a last batch smaller than the batch size.
   bool drop_remainder = false;
