@@ -12,12 +12,13 @@
 namespace ingest::testing {
 
 /// False under AddressSanitizer, whose redzones, shadow and quarantine of
-/// freed memory make the resident set say nothing of what the code holds:
+/// freed memory make the resident set say nothing of what the code holds,
+/// and under ThreadSanitizer, whose shadow grows with every byte touched:
 /// memory bounds are then not checked (the release build checks them).
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr bool memory_is_measured = false;
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 inline constexpr bool memory_is_measured = false;
 #else
 inline constexpr bool memory_is_measured = true;
