@@ -47,7 +47,7 @@ run_target() {
 # process on one core), their outputs printed in order once all are done.
 logs=$(mktemp -d)
 targets=(tfrecord_reader_fuzzer example_parser_fuzzer csv_reader_fuzzer text_lines_fuzzer
-         shape_padding_fuzzer image_decode_fuzzer)
+         shape_padding_fuzzer image_decode_fuzzer http_response_fuzzer s3_xml_fuzzer)
 for target in "${targets[@]}"; do
   while (( $(jobs -rp | wc -l) >= $(nproc) )); do sleep 1; done
   run_target "$target" "$logs/$target" &

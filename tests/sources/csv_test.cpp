@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support/files.hpp"
+#include "support/memory.hpp"
 #include "support/testing.hpp"
 
 using namespace ingest;
@@ -313,4 +314,56 @@ TEST_CASE("csv: a name missing from a file's header skips that file with a clear
           "select_names cannot be given with select_cols or exclude_cols");
   invalid({.header = true, .exclude_cols = {2}, .select_names = {"age", "label"}},
           "select_names cannot be given with select_cols or exclude_cols");
+}
+
+TEST_CASE("csv: a line of millions of fields costs what the schema reads, then the next follows",
+          "[sources][csv][hostile]") {
+  // 5 M fields in one 10 MB line, read as two columns.
+  TempDir dir;
+  std::string line;
+  line.reserve(10'000'002);
+  for (int i = 0; i < 5'000'000; ++i) line += i + 1 < 5'000'000 ? "0," : "00";
+  write_file(dir / "wide.csv", "1,2\n" + line + "\n3,4\n");
+  line.clear();
+  line.shrink_to_fit();
+  const std::size_t line_bytes = 10'000'001;
+  const std::size_t max_line = std::size_t{16} << 20;
+  std::vector<Outcome<std::tuple<std::int64_t, std::int64_t>>> out;
+  const std::uint64_t before = rss_bytes();
+  REQUIRE(reset_peak_rss());
+  out = collect_outcomes(
+      csv<std::int64_t, std::int64_t>(dir / "wide.csv", {.max_line_bytes = max_line}));
+  const std::uint64_t peak = peak_rss_bytes();
+  const std::uint64_t grew = peak > before ? peak - before : 0;
+  INFO("peak RSS +" << grew << " bytes");
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].value == std::tuple<std::int64_t, std::int64_t>{1, 2});
+  CHECK_THAT(out[1].error, Catch::Contains("expected 2 fields, got 5000000") &&
+                               Catch::Contains("wide.csv") && Catch::Contains("line 2"));
+  CHECK(out[2].value == std::tuple<std::int64_t, std::int64_t>{3, 4});
+  if (memory_is_measured) CHECK(grew <= 2 * line_bytes + max_line);
+}
+
+TEST_CASE("csv: a line longer than max_line_bytes is an error naming file and line",
+          "[sources][csv][hostile]") {
+  TempDir dir;
+  // A long line with a quoted line break inside: it is one record.
+  const std::string long_line =
+      "\"" + std::string(1 << 20, 'x') + "\n" + std::string(2 << 20, 'y') + "\",1";
+  write_file(dir / "long.csv", "a,1\n" + long_line + "\nb,2\n");
+  auto ds = csv<std::string, std::int32_t>(dir / "long.csv", {.max_line_bytes = 1 << 20});
+  const auto out = collect_outcomes(ds);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].value == std::tuple<std::string, std::int32_t>{"a", 1});
+  CHECK_THAT(out[1].error, Catch::Contains("longer than max_line_bytes (1048576 bytes)") &&
+                               Catch::Contains("long.csv") && Catch::Contains("line 2"));
+  CHECK(out[2].value == std::tuple<std::string, std::int32_t>{"b", 2});
+  CHECK(CsvOptions<std::int32_t>{}.max_line_bytes == std::size_t{64} << 20);
+  CHECK_THROWS_AS(csv<std::int32_t>(dir / "long.csv", {.max_line_bytes = 0}), InvalidArgument);
+  // csv_rows takes the same bound.
+  write_file(dir / "rows.csv", "s,n\n" + long_line + "\nb,2\n");
+  const auto rows = collect_outcomes(csv_rows(dir / "rows.csv", {.max_line_bytes = 1 << 20}));
+  REQUIRE(rows.size() == 2);
+  CHECK_THAT(rows[0].error, Catch::Contains("max_line_bytes") && Catch::Contains("line 2"));
+  CHECK(rows[1].value.has_value());
 }

@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include <ingest/sources/range.hpp>
 #include <ingest/storage/file.hpp>
+#include <ingest/storage/state_file.hpp>
 
 #include "support/files.hpp"
 #include "support/processes.hpp"
@@ -311,4 +313,30 @@ TEST_CASE("a live writer in another process keeps its temporary and commits it",
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(file_contents(dir / "live.bin") == "live");
   CHECK(dir.list() == std::vector<std::string>{"live.bin"});
+}
+
+TEST_CASE("checkpoints are created 0600 unless a mode is given, data files 0644",
+          "[storage][file][hostile]") {
+  TempDir dir;
+  const mode_t saved = ::umask(022);
+  auto it = range(10).iterator();
+  (void)it.next();
+  const IteratorState state = it.save();
+  auto mode = [](const std::filesystem::path& p) {
+    return std::filesystem::status(p).permissions() & std::filesystem::perms::all;
+  };
+  using std::filesystem::perms;
+  write_state(dir / "state", state);
+  CHECK(mode(dir / "state") == (perms::owner_read | perms::owner_write));
+  write_state(dir / "shared", state, 0640);
+  CHECK(mode(dir / "shared") == (perms::owner_read | perms::owner_write | perms::group_read));
+  CHECK(read_state(dir / "state").bytes().size() == state.bytes().size());
+  {
+    detail::AtomicFileWriter data(dir / "data", "test");
+    data.write("x", 1);
+    data.commit();
+  }
+  CHECK(mode(dir / "data") ==
+        (perms::owner_read | perms::owner_write | perms::group_read | perms::others_read));
+  ::umask(saved);
 }

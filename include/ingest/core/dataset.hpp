@@ -641,8 +641,9 @@ class DatasetBase {
   }
   /// Keeps the elements of the first complete pass in a file for later passes,
   /// runs and processes (tf: cache(filename)); written to a temporary file and
-  /// renamed into place when the pass completes. See stages/cache.hpp.
-  auto cache(std::string path) const {
+  /// renamed into place when the pass completes, with permissions
+  /// options.file_mode (0600 unless set). See stages/cache.hpp.
+  auto cache(std::string path, CacheOptions options = {}) const {
     static_assert(serializable<T>,
                   "cache(path): no ingest::serializer<T> for this element type; specialise it "
                   "(see core/serializer.hpp)");
@@ -650,7 +651,7 @@ class DatasetBase {
       return detail::NotADataset<T>();
     } else {
       if (path.empty()) throw InvalidArgument("cache: the path is empty", {.stage = "cache"});
-      return CacheDataset<Derived>(self(), std::move(path));
+      return CacheDataset<Derived>(self(), std::move(path), options);
     }
   }
 

@@ -3,6 +3,8 @@
 // tf.data counterpart: tensorflow::Status codes (InvalidArgument, DataLoss, ...).
 // A stage adds context to an error on its way out; context set closer to the
 // source is never overwritten, so the innermost stage names the failing place.
+// An error never shows a secret: URLs in its message and file are redacted
+// when it is built (core/redact.hpp), whoever builds it.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "ingest/core/redact.hpp"
 
 namespace ingest {
 
@@ -29,7 +33,8 @@ struct ErrorContext {
 class Error : public std::exception {
  public:
   explicit Error(std::string message, ErrorContext context = {})
-      : message_(std::move(message)), context_(std::move(context)) {
+      : message_(redact_urls(message)), context_(std::move(context)) {
+    redact_file();
     compose();
   }
 
@@ -45,7 +50,10 @@ class Error : public std::exception {
   void add_context(const ErrorContext& outer) {
     if (context_.stage.empty()) context_.stage = outer.stage;
     if (!context_.element) context_.element = outer.element;
-    if (context_.file.empty()) context_.file = outer.file;
+    if (context_.file.empty()) {
+      context_.file = outer.file;
+      redact_file();
+    }
     if (!context_.offset) context_.offset = outer.offset;
     if (!context_.line) context_.line = outer.line;
     if (!context_.column) context_.column = outer.column;
@@ -73,6 +81,12 @@ class Error : public std::exception {
   }
 
  private:
+  // The whole field is one path or URL (it may hold a space), so it is
+  // redacted as one, not scanned for URLs as a message is.
+  void redact_file() {
+    if (context_.file.find("://") != std::string::npos) context_.file = redact_url(context_.file);
+  }
+
   std::string message_;
   ErrorContext context_;
   std::string what_;

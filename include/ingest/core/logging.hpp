@@ -1,6 +1,7 @@
 // Where ingest's few log lines go (a large shuffle buffer still filling, an
 // autotuner decision): stderr by default, or a sink the application sets.
-// Logging is rare by design; nothing on the per-element path logs.
+// Logging is rare by design; nothing on the per-element path logs. URLs in a
+// line are redacted (core/redact.hpp) before any sink sees it.
 #pragma once
 
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "ingest/core/redact.hpp"
 
 namespace ingest {
 
@@ -30,8 +33,9 @@ inline void set_log_sink(std::function<void(std::string_view)> sink) {
   s.sink = std::move(sink);
 }
 
-/// Logs one line.
-inline void log_line(std::string_view line) {
+/// Logs one line, its URLs redacted (no query secret, no password).
+inline void log_line(std::string_view raw) {
+  const std::string line = redact_urls(raw);
   auto& s = detail::log_state();
   std::lock_guard lock(s.mu);
   if (s.sink) {

@@ -133,6 +133,13 @@ struct PipelineOptions {
   std::optional<bool> checkpointing{};
 };
 
+/// Options of cache(path).
+struct CacheOptions {
+  /// Permissions of the cache file (masked by the umask): only its owner
+  /// reads it unless this says otherwise (the elements may be private).
+  unsigned file_mode = 0600;
+};
+
 /// Options of batch.
 struct BatchOptions {
   /// Drop a last batch smaller than the batch size.

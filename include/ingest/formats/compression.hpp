@@ -505,8 +505,9 @@ class InputStream {
 class OutputStream {
  public:
   OutputStream(std::string path, Compression compression, int level = Z_DEFAULT_COMPRESSION,
-               std::size_t buffer_size = default_buffer_size, std::string_view stage = {})
-      : file_(std::move(path), stage), capacity_(std::max<std::size_t>(buffer_size, 64)) {
+               std::size_t buffer_size = default_buffer_size, std::string_view stage = {},
+               unsigned mode = AtomicFileWriter::shared_mode)
+      : file_(std::move(path), stage, mode), capacity_(std::max<std::size_t>(buffer_size, 64)) {
     buffer_ = make_aligned_buffer(capacity_);
     if (compression != Compression::none) {
       deflater_ = std::make_unique<Deflater>(compression, level, capacity_);

@@ -5,12 +5,16 @@
 // CsvDataset; a line break at the very end of the data ends the last record
 // and makes none. tf counterpart: the record splitting of CsvDataset. Errors
 // are InvalidArgument naming the file, the line (1-based) and the column
-// (0-based, as select_cols numbers them). Not synchronised.
+// (0-based, as select_cols numbers them). Memory is bounded by the schema,
+// not by the file: fields past those the caller keeps (set_kept_fields) are
+// counted, never stored, and a record longer than max_line_bytes is an
+// error (skipped to its end in constant memory). Not synchronised.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +30,9 @@ namespace ingest::detail {
 struct CsvDialect {
   char delimiter = ',';
   bool quoting = true;  ///< treat '"' as the quote character (tf: use_quote_delim)
+  /// The longest record (bytes, line breaks included) held in memory; a
+  /// longer one is an InvalidArgument naming the file and line.
+  std::size_t max_line_bytes = std::size_t{64} << 20;
 };
 
 /// Splits a file into records of fields. The fields' views are valid until
@@ -44,7 +51,10 @@ class CsvRecordReader {
       const char* base = stream_.data();  // still valid after consume(), until fill()
       const Scan r = scan(base, stream_.available(), eof);
       if (r.status == Scan::need_more) {
-        if (!stream_.fill(stream_.available() + 1)) source_done_ = true;
+        if (stream_.available() >= dialect_.max_line_bytes) skip_long_record();
+        if (!stream_.fill(std::min(stream_.available() + 1, dialect_.max_line_bytes))) {
+          source_done_ = true;
+        }
         continue;
       }
       if (r.status == Scan::end) return false;
@@ -61,8 +71,15 @@ class CsvRecordReader {
     }
   }
 
-  std::size_t size() const noexcept { return views_.size(); }
+  /// Fields in the record, all counted (only the first kept() are stored).
+  std::size_t size() const noexcept { return count_; }
+  /// Fields stored: field(i) and field_line(i) take i below this.
+  std::size_t kept() const noexcept { return views_.size(); }
   std::string_view field(std::size_t i) const noexcept { return views_[i]; }
+  /// Stores only the first `n` fields of each record from now on (the
+  /// schema's columns), counting the rest: a record of millions of fields
+  /// costs what its first n do.
+  void set_kept_fields(std::size_t n) noexcept { keep_ = n; }
   /// 1-based line of field i (a quoted field may span lines).
   std::int64_t field_line(std::size_t i) const noexcept {
     return record_line_ + fields_[i].line_delta;
@@ -131,6 +148,7 @@ class CsvRecordReader {
   Scan scan(const char* p, std::size_t n, bool eof) {
     fields_.clear();
     scratch_.clear();
+    count_ = 0;
     if (n == 0) return {eof ? Scan::end : Scan::need_more};
     const char delim = dialect_.delimiter;
     std::size_t pos = 0;
@@ -217,6 +235,7 @@ class CsvRecordReader {
 
   void add_field(const char* p, std::size_t begin, std::size_t size, bool escaped,
                  std::int64_t line_delta) {
+    if (count_++ >= keep_) return;  // counted, not stored: past the schema
     if (!escaped) {
       fields_.push_back({begin, size, false, line_delta});
       return;
@@ -227,6 +246,44 @@ class CsvRecordReader {
       if (p[i] == '"') ++i;  // "" -> "
     }
     fields_.push_back({start, scratch_.size() - start, true, line_delta});
+  }
+
+  // A record longer than max_line_bytes: consumed to its end without
+  // holding it (quotes followed, so a quoted line break does not end it),
+  // then reported. The buffer never grows past max_line_bytes.
+  [[noreturn]] void skip_long_record() {
+    const std::int64_t start_line = line_;
+    bool quoted = false, after_cr = false;
+    for (;;) {
+      const char* p = stream_.data();
+      const std::size_t n = stream_.available();
+      for (std::size_t i = 0; i < n; ++i) {
+        const char c = p[i];
+        if (after_cr) {
+          after_cr = false;
+          if (c == '\n') continue;  // the "\r\n" counted at its '\r'
+        }
+        if (dialect_.quoting && c == '"') quoted = !quoted;
+        if (c != '\n' && c != '\r') continue;
+        ++line_;
+        after_cr = c == '\r';
+        if (quoted) continue;
+        std::size_t end = i + 1;
+        if (after_cr && end < n && p[end] == '\n') ++end;
+        stream_.consume(end);
+        throw_long(start_line);
+      }
+      stream_.consume(n);
+      if (!stream_.fill(1)) {
+        source_done_ = true;
+        throw_long(start_line);
+      }
+    }
+  }
+  [[noreturn]] void throw_long(std::int64_t line) const {
+    throw InvalidArgument("a record longer than max_line_bytes (" +
+                              std::to_string(dialect_.max_line_bytes) + " bytes)",
+                          {.file = stream_.path(), .line = line});
   }
 
   // Views are made once the record is complete: scratch_ may have moved while growing.
@@ -245,6 +302,8 @@ class CsvRecordReader {
   Failure error_;
   std::int64_t line_ = 1;
   std::int64_t record_line_ = 0;
+  std::size_t count_ = 0;  // fields of the record scanned, kept or not
+  std::size_t keep_ = std::numeric_limits<std::size_t>::max();
   bool source_done_ = false;
 };
 

@@ -32,6 +32,9 @@ struct TFRecordWriterOptions {
   int compression_level = Z_DEFAULT_COMPRESSION;
   /// Write buffer in bytes.
   std::size_t buffer_size = default_buffer_size;
+  /// Permissions of the file created (masked by the umask): 0644 for data
+  /// shards; cache(path) writes 0600.
+  unsigned file_mode = 0644;
 };
 
 class TFRecordWriter {
@@ -39,7 +42,7 @@ class TFRecordWriter {
   /// Creates the temporary file beside `path`. Throws IoError.
   explicit TFRecordWriter(std::string path, TFRecordWriterOptions options = {})
       : out_(std::move(path), options.compression, options.compression_level, options.buffer_size,
-             "TFRecordWriter") {}
+             "TFRecordWriter", options.file_mode) {}
 
   /// Appends one record. Throws IoError; InvalidArgument after close().
   void write(std::string_view record) {

@@ -12,6 +12,10 @@
 // or record raises InvalidArgument naming the file, line and column,
 // consumes its record, and the next call continues with the next record. A
 // file with `header` set that is empty raises InvalidArgument naming it.
+// Memory is bounded by the schema: a record's fields past the columns read
+// are counted, not stored (a line of millions of fields fails "expected 2
+// fields, got 5000000" at the cost of its first two), and a record longer
+// than max_line_bytes raises InvalidArgument naming the file and line.
 #pragma once
 
 #include <algorithm>
@@ -113,6 +117,10 @@ struct CsvOptions {
   std::vector<std::string> select_names = {};
   Compression compression = Compression::none;
   std::size_t buffer_size = default_buffer_size;
+  /// The longest record held in memory (bytes, line breaks included): a
+  /// longer one raises InvalidArgument naming the file and line, is
+  /// skipped, and the next record is read.
+  std::size_t max_line_bytes = std::size_t{64} << 20;
 };
 
 namespace detail {
@@ -195,7 +203,7 @@ class CsvReader {
 
   CsvReader(const std::string& path, const CsvOptions<Cols...>& options)
       : records_(path, options.compression, options.buffer_size,
-                 {options.delimiter, options.quoting}),
+                 {options.delimiter, options.quoting, options.max_line_bytes}),
         defaults_(options.defaults),
         na_value_(options.na_value),
         select_(options.select_cols),
@@ -216,6 +224,8 @@ class CsvReader {
       }
     }
     for (std::size_t c : select_) select_needs_ = std::max(select_needs_, c + 1);
+    // select_names keeps the whole header, then what its columns need.
+    if (select_names_.empty()) records_.set_kept_fields(kept_fields());
   }
 
   std::optional<value_type> read() {
@@ -266,8 +276,8 @@ class CsvReader {
       throw InvalidArgument("cannot read the header: the file is empty",
                             {.file = records_.path(), .line = 1});
     }
-    names_.reserve(records_.size());
-    for (std::size_t c = 0; c < records_.size(); ++c) names_.emplace_back(records_.field(c));
+    names_.reserve(records_.kept());
+    for (std::size_t c = 0; c < records_.kept(); ++c) names_.emplace_back(records_.field(c));
     if (!select_names_.empty()) {
       try {
         for (const std::string& name : select_names_) {
@@ -279,6 +289,12 @@ class CsvReader {
       }
     }
     for (std::size_t c : select_) select_needs_ = std::max(select_needs_, c + 1);
+    records_.set_kept_fields(kept_fields());
+  }
+
+  // The fields a record's columns come from: every one read, and no more.
+  std::size_t kept_fields() const {
+    return select_.empty() ? sizeof...(Cols) : exact_ ? exact_fields_ : select_needs_;
   }
 
   template <std::size_t... I>
@@ -398,6 +414,9 @@ CsvDataset<Cols...> csv(FileList paths, CsvOptions<std::type_identity_t<Cols>...
     }
   }
   detail::check_buffer_size(options.buffer_size, detail::csv_stage);
+  if (options.max_line_bytes == 0) {
+    throw InvalidArgument("csv: max_line_bytes must be at least 1", {.stage = "csv"});
+  }
   if (options.quoting && options.delimiter == '"') {
     throw InvalidArgument("csv: the delimiter cannot be the quote character", {.stage = "csv"});
   }

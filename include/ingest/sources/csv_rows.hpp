@@ -54,6 +54,11 @@ struct CsvRowsOptions {
   std::string na_value = {};
   Compression compression = Compression::none;  ///< tf: compression_type
   std::size_t buffer_size = default_buffer_size;
+  /// The longest record held in memory (bytes, line breaks included): a
+  /// longer one raises InvalidArgument naming the file and line, is
+  /// skipped, and the next record is read. Fields past the schema's are
+  /// counted, never stored.
+  std::size_t max_line_bytes = std::size_t{64} << 20;
 };
 
 namespace detail {
@@ -201,10 +206,15 @@ class CsvRowsReader {
 
   CsvRowsReader(const std::string& path, const CsvRowsConfig& config)
       : records_(path, config.options.compression, config.options.buffer_size,
-                 {config.options.delimiter, config.options.quoting}),
+                 {config.options.delimiter, config.options.quoting, config.options.max_line_bytes}),
         file_(std::make_shared<const CsvRowsFile>(CsvRowsFile{config.schema, path})),
         na_value_(config.options.na_value),
-        skip_header_(config.options.header) {}
+        skip_header_(config.options.header) {
+    // The header is compared whole; records keep what the schema reads.
+    const CsvRowsSchema& schema = *file_->schema;
+    records_.set_kept_fields(skip_header_ ? std::max(schema.header.size(), schema.needed_fields)
+                                          : schema.needed_fields);
+  }
 
   std::optional<CsvRow> read() {
     if (abandoned_) return std::nullopt;
@@ -218,13 +228,14 @@ class CsvRowsReader {
       }
       if (schema.check_header && !same_header(schema.header)) {
         std::vector<std::string> got;
-        for (std::size_t c = 0; c < records_.size(); ++c) got.emplace_back(records_.field(c));
+        for (std::size_t c = 0; c < records_.kept(); ++c) got.emplace_back(records_.field(c));
         throw InvalidArgument("the header " + csv_name_list(got) +
                                   " differs from the first file's " + csv_name_list(schema.header) +
                                   " (every file must have the same header)",
                               {.file = records_.path(), .line = 1});
       }
       abandoned_ = false;
+      records_.set_kept_fields(schema.needed_fields);
     }
     if (!records_.next()) return std::nullopt;
     const std::size_t fields = records_.size();
@@ -330,6 +341,9 @@ inline CsvRowsDataset csv_rows(FileList paths, CsvRowsOptions options = {}) {
   if (options.delimiter == '\n' || options.delimiter == '\r') {
     throw InvalidArgument("csv_rows: the delimiter cannot be a line break", where);
   }
+  if (options.max_line_bytes == 0) {
+    throw InvalidArgument("csv_rows: max_line_bytes must be at least 1", where);
+  }
   auto schema = std::make_shared<detail::CsvRowsSchema>();
   std::string source;  // where the names came from, for messages
   if (!options.column_names.empty()) {
@@ -346,7 +360,7 @@ inline CsvRowsDataset csv_rows(FileList paths, CsvRowsOptions options = {}) {
     source = paths[0];
     try {
       detail::CsvRecordReader first(source, options.compression, options.buffer_size,
-                                    {options.delimiter, options.quoting});
+                                    {options.delimiter, options.quoting, options.max_line_bytes});
       if (!first.next()) {
         throw InvalidArgument(
             "csv_rows: cannot read the header: the file is empty (give .column_names, or "

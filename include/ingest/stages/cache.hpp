@@ -59,6 +59,7 @@ class CacheIterator {
   struct State {
     std::mutex mu;
     std::string path;                                         // empty: memory cache
+    unsigned file_mode = 0600;                                // of the cache file
     std::shared_ptr<const std::vector<value_type>> elements;  // a complete memory cache
     bool filling = false;                                     // a pass is filling the memory cache
     // The context epoch of the pass that filled the cache, plus one (0: not
@@ -112,7 +113,8 @@ class CacheIterator {
         cardinality_(cardinality) {
     if constexpr (serializable<value_type>) {
       if (state_ && !state_->path.empty()) {
-        writer_ = std::make_unique<TFRecordWriter>(state_->path);
+        writer_ = std::make_unique<TFRecordWriter>(
+            state_->path, TFRecordWriterOptions{.file_mode = state_->file_mode});
         writer_->write(detail::cache_header(serializer<value_type>::signature()));
       }
     }
@@ -439,9 +441,10 @@ class CacheDataset
   /// It makes its input's iterators as it runs (Fingerprint::Below).
   static constexpr bool makes_input_iterators = true;
 
-  CacheDataset(Input input, std::string path)
+  CacheDataset(Input input, std::string path, CacheOptions options = {})
       : CacheDataset::UnaryStageBase(std::move(input)), state_(std::make_shared<State>()) {
     state_->path = std::move(path);
+    state_->file_mode = options.file_mode;
   }
 
   Iterator make_iterator(const IteratorContext& ctx) const {
@@ -476,7 +479,11 @@ class CacheDataset
     }
     // Temporaries that killed processes left while filling a cache here
     // would otherwise stay forever (a live filler's is kept: it is locked).
-    detail::remove_orphaned_temporaries(detail::parent_directory(state_->path));
+    // Local directories only: a URL's "parent" is no directory of ours
+    // ("s3://b/x" would sweep a local "s3:/b").
+    if (!storage::is_url(state_->path)) {
+      detail::remove_orphaned_temporaries(detail::parent_directory(state_->path));
+    }
     const detail::CacheFileCheck check =
         detail::check_cache_file(state_->path, serializer<T>::signature());
     if (check.count) {

@@ -561,7 +561,15 @@ inline std::size_t remove_orphaned_temporaries(const std::string& dir) noexcept 
 /// makes the object appear only on commit() (temp_path() is then empty).
 class AtomicFileWriter {
  public:
-  AtomicFileWriter(std::string path, std::string_view stage)
+  /// Files that only their owner should read (checkpoints, caches): the
+  /// default of write_state and cache(path).
+  static constexpr unsigned private_mode = 0600;
+  /// Data files (TFRecordWriter's shards), readable by all under the umask.
+  static constexpr unsigned shared_mode = 0644;
+
+  /// Creates the temporary file with permissions `mode` (masked by the
+  /// umask, as open(2) does); the committed file keeps them.
+  AtomicFileWriter(std::string path, std::string_view stage, unsigned mode = shared_mode)
       : path_(std::move(path)), stage_(stage) {
     if (storage::is_url(path_)) {
       remote_ = storage::scheme_for(path_, stage)->open_write(path_, stage);
@@ -571,7 +579,8 @@ class AtomicFileWriter {
     for (;;) {
       temp_path_ = temporary_name(path_);
       do {
-        fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                     static_cast<mode_t>(mode & 07777));
       } while (fd_ < 0 && errno == EINTR);
       if (fd_ < 0) throw io_error(stage_, path_, "cannot create file", errno);
       // Another process's sweep may have locked the new file before we did

@@ -7,6 +7,11 @@
 // tf.data counterpart: TensorFlow's CurlHttpRequest and RetryingFileSystem;
 // AWS counterpart: the SDK's HTTP client with its standard retry strategy.
 // HttpClient is thread-safe; it must outlive every call into it.
+// Every byte a server sends is bounded: the header, chunk extensions and
+// trailers together by max_header_bytes, the body by max_response_bytes
+// (or the caller's smaller limit), and a connection's read buffer by the
+// header limit plus one read; a response past a limit fails at once, not
+// retried, with an IoError naming the limit and the URL.
 #pragma once
 
 #include <openssl/err.h>
@@ -40,6 +45,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -47,6 +53,8 @@
 #include <vector>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/core/logging.hpp"
+#include "ingest/core/redact.hpp"
 #include "ingest/storage/byte_source.hpp"
 #include "ingest/storage/url.hpp"
 
@@ -107,11 +115,21 @@ struct HttpOptions {
   std::chrono::milliseconds connect_timeout{10'000};  ///< resolve + connect + TLS handshake
   std::chrono::milliseconds request_timeout{60'000};  ///< per attempt: request and whole response
   RetryPolicy retry{};
-  std::string ca_file{};    ///< extra CA bundle (PEM) for https, beside the system store
-  bool verify_peer = true;  ///< verify https certificates and host names
+  std::string ca_file{};  ///< extra CA bundle (PEM) for https, beside the system store
+  /// Verify https certificates and host names. Turned off, the client logs
+  /// one warning per host it connects to; TLS 1.2 stays the minimum.
+  bool verify_peer = true;
   std::size_t max_connections_per_host = 16;  ///< requests in flight per host (keep-alive pool)
   std::size_t max_response_bytes = std::size_t{1} << 30;  ///< bound on a body read into memory
+  /// Bound on a response's status line and header fields, its chunk
+  /// extensions and its trailers, together (a connection's read buffer
+  /// holds at most this plus one 64 KiB read).
+  std::size_t max_header_bytes = std::size_t{64} << 10;
   std::size_t io_threads = 2;  ///< threads running the client's io_context
+  /// Query parameters whose values errors and logs show as REDACTED, beside
+  /// the signing ones that always are (X-Amz-*, Signature, AWSAccessKeyId,
+  /// token, ...: see add_redacted_parameters in core/redact.hpp).
+  std::vector<std::string> redact_query_parameters{};
 };
 
 /// Signs or decorates each attempt just before it is sent (S3 SigV4 signs
@@ -223,9 +241,13 @@ inline std::optional<std::chrono::milliseconds> parse_retry_after(
   const std::string text(value);
   const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
   if (end == nullptr || *end != '\0') return std::nullopt;
-  const auto when = std::chrono::system_clock::from_time_t(::timegm(&tm));
-  if (when <= now) return std::chrono::milliseconds(0);
-  return std::chrono::duration_cast<std::chrono::milliseconds>(when - now);
+  // In seconds, not as a time_point: a server's date in year 1 or 9999 is
+  // outside what a nanosecond clock holds (from_time_t would overflow).
+  const std::time_t when = ::timegm(&tm);
+  const std::time_t at = std::chrono::system_clock::to_time_t(now);
+  if (when <= at) return std::chrono::milliseconds(0);
+  if (when - at > 24 * 3600) return std::chrono::milliseconds(std::chrono::hours(24));
+  return std::chrono::milliseconds(std::chrono::seconds(when - at));
 }
 
 namespace net = boost::asio;
@@ -248,7 +270,13 @@ struct HttpConnection {
   /// operation (W9's client spent more time in the executor than on the
   /// data).
   static constexpr std::size_t read_capacity = std::size_t{64} << 10;
-  HttpConnection() { buffer.reserve(read_capacity); }
+  /// The buffer holds at most the header limit plus one read: a server
+  /// cannot grow it by never ending a header line, a chunk's size line (its
+  /// extensions) or the trailers (Beast waits for each whole in the buffer,
+  /// and fails with buffer_overflow when it cannot grow).
+  explicit HttpConnection(std::size_t max_header_bytes) : buffer(max_header_bytes + read_capacity) {
+    buffer.reserve(read_capacity);
+  }
 
   beast::tcp_stream& lowest() { return plain ? *plain : beast::get_lowest_layer(*tls); }
   void close() {
@@ -320,9 +348,14 @@ class HttpClient {
     if (options_.retry.max_attempts < 1) options_.retry.max_attempts = 1;
     if (options_.max_connections_per_host == 0) options_.max_connections_per_host = 1;
     if (options_.io_threads == 0) options_.io_threads = 1;
+    if (options_.max_header_bytes < 1024) options_.max_header_bytes = 1024;
     options_.retry.jitter = std::clamp(options_.retry.jitter, 0.0, 1.0);
+    add_redacted_parameters(options_.redact_query_parameters);
     tls_.set_options(boost::asio::ssl::context::default_workarounds |
-                     boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3);
+                     boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
+                     boost::asio::ssl::context::no_tlsv1 | boost::asio::ssl::context::no_tlsv1_1);
+    // TLS 1.2 at least, whatever the system's OpenSSL configuration allows.
+    SSL_CTX_set_min_proto_version(tls_.native_handle(), TLS1_2_VERSION);
     boost::system::error_code ec;
     tls_.set_default_verify_paths(ec);  // an empty system store only makes verification fail
     if (!options_.ca_file.empty()) {
@@ -351,6 +384,11 @@ class HttpClient {
 
   /// The options in force (after clamping nonsensical values).
   const HttpOptions& options() const noexcept { return options_; }
+
+  /// The TLS context of every https connection (TLS 1.2 at least), for
+  /// what the options do not cover (a client certificate). Change it only
+  /// before the first request.
+  boost::asio::ssl::context& tls_context() noexcept { return tls_; }
 
   /// One request with retries. The request's target is the URL's unless the
   /// request names another than "/" (so `prepare` sees the final target).
@@ -598,6 +636,17 @@ class HttpClient {
     return conn;
   }
 
+  /// verify_peer = false: one warning per host, the first time it is
+  /// connected to, so that turning verification off is never silent.
+  void warn_unverified(const Url& url) {
+    {
+      std::lock_guard lock(mu_);
+      if (!unverified_warned_.insert(url.authority()).second) return;
+    }
+    log_line("http: TLS certificates and host names of " + url.authority() +
+             " are not verified (HttpOptions::verify_peer = false)");
+  }
+
   void put_idle(std::shared_ptr<detail::HttpConnection> conn) {
     std::lock_guard lock(mu_);
     auto& list = idle_[conn->key];
@@ -616,6 +665,10 @@ class HttpClient {
     AttemptHandler done{};
     detail::http::request<detail::http::string_body> req{};
     std::optional<detail::http::response_parser<detail::http::string_body>> parser{};
+    // Chunk extensions (and size lines) seen so far in this response.
+    std::size_t framing_bytes = 0;
+    std::function<void(std::uint64_t, boost::beast::string_view, boost::system::error_code&)>
+        on_chunk{};
     std::shared_ptr<detail::HttpConnection> conn{};
     std::unique_ptr<detail::net::ip::tcp::resolver> resolver{};
     bool head = false;
@@ -652,7 +705,7 @@ class HttpClient {
     void connect() {
       namespace net = detail::net;
       auto self = this->shared_from_this();
-      conn = std::make_shared<detail::HttpConnection>();
+      conn = std::make_shared<detail::HttpConnection>(client->options_.max_header_bytes);
       conn->key = pool_key(url);
       auto strand = net::make_strand(client->io_);
       if (url.scheme == "https") {
@@ -688,6 +741,8 @@ class HttpClient {
       }
       if (client->options_.verify_peer) {
         stream.set_verify_callback(detail::net::ssl::host_name_verification(url.host));
+      } else {
+        client->warn_unverified(url);
       }
       auto self = this->shared_from_this();
       conn->lowest().expires_after(client->options_.connect_timeout);
@@ -737,7 +792,20 @@ class HttpClient {
       // Set once the status is known (on_header). Not boost::none: Beast 1.74
       // takes that as 0 when the header arrives alone.
       parser->body_limit(std::numeric_limits<std::uint64_t>::max());
-      parser->header_limit(64 * 1024);
+      parser->header_limit(static_cast<std::uint32_t>(
+          std::min<std::size_t>(client->options_.max_header_bytes, 0xffff'ffffu)));
+      // Beast bounds neither chunk extensions nor trailers: they count here
+      // against the header limit, with the header (the buffer's bound keeps
+      // each one small; this keeps their sum so).
+      framing_bytes = 0;
+      on_chunk = [this](std::uint64_t, boost::beast::string_view extensions,
+                        boost::system::error_code& error) {
+        framing_bytes += extensions.size() + 16;  // the size line's digits and CRLFs too
+        if (header_bytes() + framing_bytes > client->options_.max_header_bytes) {
+          error = detail::http::error::header_limit;
+        }
+      };
+      parser->on_chunk_header(on_chunk);
       if (head) parser->skip(true);
       // The header first, then the body limit, which depends on the status.
       // Beast 1.74 checks a Content-Length against body_limit only when the
@@ -776,8 +844,23 @@ class HttpClient {
       }
     }
 
-    void on_read(const boost::system::error_code& ec) {
+    /// The header's size as received, near enough (fields and their
+    /// separators; with trailers, once they are parsed).
+    std::size_t header_bytes() const {
+      std::size_t n = 16;  // the status line
+      for (const auto& field : parser->get()) {
+        n += field.name_string().size() + field.value().size() + 4;
+      }
+      return n;
+    }
+
+    void on_read(boost::system::error_code ec) {
       namespace http = detail::http;
+      // Trailers, complete now, count with the header and chunk framing.
+      if (!ec && parser->chunked() &&
+          header_bytes() + framing_bytes > client->options_.max_header_bytes) {
+        ec = http::error::header_limit;
+      }
       detail::HttpAttempt attempt;
       auto& msg = parser->get();
       const bool headers = parser->is_header_done();
@@ -798,10 +881,18 @@ class HttpClient {
         }
         conn->close();
         attempt.transport_failed = true;
-        attempt.retryable = ec != http::error::body_limit && ec != http::error::header_limit;
+        // A limit is the server's doing, the same on every attempt: no retry.
+        const bool header_limit =
+            ec == http::error::header_limit || ec == http::error::buffer_overflow;
+        attempt.retryable = ec != http::error::body_limit && !header_limit;
         if (ec == http::error::body_limit) {
           attempt.error = "the response body from " + url.authority() + " exceeds the limit of " +
                           std::to_string(body_limit) + " bytes";
+        } else if (header_limit) {
+          attempt.error = "the response from " + url.authority() + " exceeds the limit of " +
+                          std::to_string(client->options_.max_header_bytes) +
+                          " bytes of header, chunk extensions and trailers "
+                          "(HttpOptions::max_header_bytes)";
         } else if (headers) {
           attempt.error = "the response body from " + url.authority() + " broke after " +
                           std::to_string(attempt.response.body.size()) +
@@ -864,6 +955,7 @@ class HttpClient {
   std::mutex mu_{};
   std::map<std::string, HostSlots, std::less<>> hosts_{};
   std::map<std::string, std::vector<std::shared_ptr<detail::HttpConnection>>, std::less<>> idle_{};
+  std::set<std::string, std::less<>> unverified_warned_{};
 
   std::mutex rng_mu_{};
   std::mt19937_64 rng_;

@@ -8,7 +8,11 @@
 // SDK's S3 client (GetObject, HeadObject, ListObjectsV2, PutObject,
 // CreateMultipartUpload / UploadPart / CompleteMultipartUpload /
 // AbortMultipartUpload). Thread-safe: one HttpClient (keep-alive pools)
-// shared by every reader and writer of the scheme.
+// shared by every reader and writer of the scheme. A hostile or broken
+// server cannot make a listing run forever (pages and keys are capped, a
+// continuation token seen before ends it with an error), nor return keys
+// outside the prefix; bucket names are checked before any request, so
+// none reaches another host than the endpoint.
 #pragma once
 
 #include <algorithm>
@@ -20,10 +24,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "ingest/core/errors.hpp"
+#include "ingest/core/logging.hpp"
 #include "ingest/storage/byte_source.hpp"
 #include "ingest/storage/http_client.hpp"
 #include "ingest/storage/http_file.hpp"
@@ -60,6 +66,12 @@ struct S3Options {
   std::size_t part_size = std::size_t{16} << 20;
   /// Keys per ListObjectsV2 page (S3's max-keys, at most 1000).
   std::size_t list_page_size = 1000;
+  /// The most keys one list() returns: more is an IoError naming the
+  /// prefix (the largest real buckets listed under one prefix stay below).
+  std::size_t max_list_keys = 10'000'000;
+  /// The most ListObjectsV2 pages one list() requests: more is an IoError
+  /// (a server handing out fresh continuation tokens for empty pages).
+  std::size_t max_list_pages = 100'000;
 };
 
 /// An s3:// URL split into bucket and key (the key may be empty).
@@ -69,7 +81,8 @@ struct S3Location {
 };
 
 /// Splits "s3://bucket/key". Throws InvalidArgument naming the URL when the
-/// scheme is not s3:// or the bucket is empty.
+/// scheme is not s3:// or the bucket is empty (the bucket name is checked
+/// by S3Client::url, before any request).
 inline S3Location parse_s3_url(std::string_view url, std::string_view stage = {}) {
   if (url_scheme(url) != "s3") {
     throw InvalidArgument("not an s3:// URL",
@@ -87,7 +100,93 @@ inline S3Location parse_s3_url(std::string_view url, std::string_view stage = {}
   return loc;
 }
 
+/// How a bucket name can be addressed.
+enum class BucketAddressing {
+  virtual_host,  ///< a DNS label: bucket.endpoint-host works
+  path_only,     ///< valid, but not as a host name label (dots break TLS wildcards)
+};
+
+/// Checks `bucket` against S3's naming rules: 3 to 63 characters, lower-case
+/// letters, digits, dots and hyphens, starting and ending with a letter or
+/// digit, no two adjacent dots, not an IPv4 address. Names with a dot (or a
+/// dot next to a hyphen) are valid but addressed path-style, as the AWS
+/// SDKs do. Throws InvalidArgument naming the bucket (control characters
+/// escaped) and why, so that no request is made with it.
+inline BucketAddressing check_bucket_name(std::string_view bucket) {
+  auto printable = [&] {
+    std::string out;
+    for (const char c : bucket.substr(0, 80)) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x7f) {
+        static constexpr char hex[] = "0123456789abcdef";
+        out += "\\x";
+        out += hex[u >> 4];
+        out += hex[u & 15];
+      } else {
+        out += c;
+      }
+    }
+    return out + (bucket.size() > 80 ? "..." : "");
+  };
+  auto fail = [&](const std::string& why) {
+    return InvalidArgument("'" + printable() + "' is not a valid S3 bucket name: " + why +
+                           " (names are 3 to 63 lower-case letters, digits, dots and hyphens)");
+  };
+  if (bucket.size() < 3 || bucket.size() > 63) {
+    throw fail("it has " + std::to_string(bucket.size()) + " characters");
+  }
+  bool dotted = false, digits_and_dots = true;
+  for (std::size_t i = 0; i < bucket.size(); ++i) {
+    const char c = bucket[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '.' && c != '-') {
+      throw fail("character " + std::to_string(i) + " is not allowed");
+    }
+    if ((i == 0 || i + 1 == bucket.size()) && !alnum) {
+      throw fail("it must start and end with a letter or digit");
+    }
+    if (c == '.' && bucket[i - 1] == '.') throw fail("it has two adjacent dots");
+    if (c == '.' && (bucket[i - 1] == '-' || bucket[i + 1] == '-')) dotted = true;
+    dotted = dotted || c == '.';
+    digits_and_dots = digits_and_dots && (c == '.' || (c >= '0' && c <= '9'));
+  }
+  if (digits_and_dots && std::count(bucket.begin(), bucket.end(), '.') == 3) {
+    throw fail("it is formatted as an IP address");
+  }
+  return dotted ? BucketAddressing::path_only : BucketAddressing::virtual_host;
+}
+
 namespace detail {
+
+/// parse_s3_url, then check_bucket_name, its errors naming `url` and
+/// `stage`: every s3:// operation starts here, before any request.
+inline S3Location parse_checked_s3_url(const std::string& url, std::string_view stage) {
+  S3Location loc = parse_s3_url(url, stage);
+  try {
+    check_bucket_name(loc.bucket);
+  } catch (Error& e) {
+    e.add_context({.stage = std::string(stage), .file = url});
+    throw;
+  }
+  return loc;
+}
+
+/// Whether a listed key is safe to name a path with: not empty, no leading
+/// '/', no empty segment inside ("a//b"; a trailing '/', a console's
+/// "folder", is kept), no ".." segment. Keys that are not are legal in S3
+/// but list() skips them, counted in one log line.
+inline bool safe_listed_key(std::string_view key) {
+  if (key.empty() || key.front() == '/') return false;
+  std::size_t start = 0;
+  for (;;) {
+    const auto slash = key.find('/', start);
+    const std::string_view segment = key.substr(start, slash - start);
+    if (slash != std::string_view::npos && segment.empty()) return false;
+    if (segment == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
 
 // Runs `f`, rethrowing its ingest I/O errors (which name the HTTP URL) with
 // the s3:// URL `url` as their file; same kind and offset, the HTTP URL kept
@@ -158,10 +257,14 @@ class S3Client {
 
   /// The HTTP URL of `key` in `bucket` (empty key: the bucket), with
   /// `query` (already encoded, without '?') appended.
+  /// Throws InvalidArgument for a bucket name S3 does not allow
+  /// (check_bucket_name); a valid name that is no DNS label (it has a dot)
+  /// is addressed path-style even where virtual-hosted is the default.
   Url url(const std::string& bucket, const std::string& key, const std::string& query = {}) const {
+    const BucketAddressing addressing = check_bucket_name(bucket);
     Url u = endpoint_;
     std::string path = endpoint_.target;
-    if (path_style_) {
+    if (path_style_ || addressing == BucketAddressing::path_only) {
       path += "/" + uri_encode(bucket, false);
       if (!key.empty()) path += "/" + uri_encode(key, true);
     } else {
@@ -313,7 +416,7 @@ class S3Writer final : public RemoteWriter {
  public:
   S3Writer(std::shared_ptr<S3Client> client, std::string url, std::string stage)
       : client_(std::move(client)), url_(std::move(url)), stage_(std::move(stage)) {
-    loc_ = parse_s3_url(url_, stage_);
+    loc_ = parse_checked_s3_url(url_, stage_);
     if (loc_.key.empty()) {
       throw InvalidArgument("an s3:// URL without a key cannot be written",
                             {.stage = stage_, .file = url_});
@@ -474,7 +577,7 @@ class S3Scheme final : public Scheme {
 
   /// HEAD of the object: 200 true, 404 false, anything else IoError.
   bool exists(const std::string& url, std::string_view stage) override {
-    const S3Location loc = parse_s3_url(url, stage);
+    const S3Location loc = detail::parse_checked_s3_url(url, stage);
     if (loc.key.empty()) return false;
     const auto r = client_->send(url, stage, "HEAD", client_->url(loc.bucket, loc.key));
     if (r.status == 404) return false;
@@ -485,12 +588,23 @@ class S3Scheme final : public Scheme {
   /// Every object whose URL starts with `prefix` ("s3://bucket/some/pre"),
   /// as "s3://bucket/key", sorted: ListObjectsV2, every page.
   std::vector<std::string> list(const std::string& prefix, std::string_view stage) override {
-    const S3Location loc = parse_s3_url(prefix, stage);
+    const S3Location loc = detail::parse_checked_s3_url(prefix, stage);
     const std::string st(stage);
     const ErrorContext where{.stage = st, .file = prefix};
+    const auto& o = client_->options();
     std::vector<std::string> urls;
     std::string token;
+    // Every token seen, by its SHA-256: a server cycling through tokens
+    // (A, B, A, ...) is caught at the first repeat, in 32 bytes a page.
+    std::unordered_set<std::string> tokens;
+    std::size_t pages = 0, skipped = 0;
+    std::string first_skipped;
     for (;;) {
+      if (++pages > o.max_list_pages) {
+        throw IoError("S3 ListObjectsV2 returned more than " + std::to_string(o.max_list_pages) +
+                          " pages (S3Options::max_list_pages)",
+                      where);
+      }
       std::string query = "list-type=2";
       if (!token.empty()) query += "&continuation-token=" + uri_encode(token, false);
       query += "&max-keys=" + std::to_string(client_->options().list_page_size);
@@ -498,12 +612,38 @@ class S3Scheme final : public Scheme {
       const auto r = client_->send(prefix, stage, "GET", client_->url(loc.bucket, {}, query));
       S3Client::check(r, "ListObjectsV2", prefix, stage);
       const ListObjectsPage p = parse_list_objects_v2(r.body, where);
-      for (const auto& key : p.keys) urls.push_back("s3://" + loc.bucket + "/" + key);
+      for (const auto& key : p.keys) {
+        // A key outside the prefix is the server answering another question.
+        if (key.compare(0, loc.key.size(), loc.key) != 0) {
+          throw IoError("S3 ListObjectsV2 returned the key '" + key.substr(0, 200) +
+                            "', which is outside the prefix listed",
+                        where);
+        }
+        if (!detail::safe_listed_key(key)) {
+          if (skipped++ == 0) first_skipped = key.substr(0, 200);
+          continue;
+        }
+        if (urls.size() >= o.max_list_keys) {
+          throw IoError("S3 ListObjectsV2 returned more than " + std::to_string(o.max_list_keys) +
+                            " keys (S3Options::max_list_keys)",
+                        where);
+        }
+        urls.push_back("s3://" + loc.bucket + "/" + key);
+      }
       if (!p.truncated) break;
-      if (p.next_token == token) {
-        throw IoError("S3 ListObjectsV2 returned the same continuation token twice", where);
+      if (!tokens.insert(sha256_hex(p.next_token)).second) {
+        throw IoError(
+            "S3 ListObjectsV2 returned a continuation token it had returned before (page " +
+                std::to_string(pages) + "): the listing would never end",
+            where);
       }
       token = p.next_token;
+    }
+    if (skipped > 0) {
+      log_line("s3: list of '" + prefix + "' skipped " + std::to_string(skipped) +
+               (skipped == 1 ? " key" : " keys") +
+               " with a leading '/', an empty path segment or a '..' segment (first: '" +
+               first_skipped + "')");
     }
     std::sort(urls.begin(), urls.end());
     return urls;
@@ -512,7 +652,7 @@ class S3Scheme final : public Scheme {
  private:
   std::unique_ptr<RemoteReader> open(const std::string& url, std::string_view stage, Access access,
                                      std::optional<std::uint64_t> size) {
-    const S3Location loc = parse_s3_url(url, stage);
+    const S3Location loc = detail::parse_checked_s3_url(url, stage);
     const std::string st(stage);
     if (loc.key.empty()) {
       throw InvalidArgument("an s3:// URL without a key cannot be read",

@@ -1,9 +1,12 @@
 // The XML of S3's responses, read by a small bounded parser: elements, text
 // with entities (&amp; &lt; &gt; &quot; &apos; &#NN; &#xHH;), CDATA; a
-// prolog, comments and attributes are skipped. Enough for ListObjectsV2,
-// multipart uploads and <Error> bodies, never more memory than a fixed
-// multiple of the input, nesting at most 64 deep. AWS counterpart: the SDKs'
-// XML deserialisers of the S3 REST API.
+// prolog, comments and attributes are skipped; nesting at most 64 deep. The
+// parser streams (start, text, end events to a handler): ListObjectsV2 pages
+// are read without building a tree, in memory proportional to the keys they
+// hold; parse_xml's tree (multipart uploads, <Error> bodies) refuses a
+// document that would take more than 4 times its size plus 64 KiB. So a
+// hostile body costs at most a small multiple of max_response_bytes. AWS
+// counterpart: the SDKs' XML deserialisers of the S3 REST API.
 #pragma once
 
 #include <cstddef>
@@ -40,27 +43,33 @@ struct XmlElement {
 
 namespace detail {
 
+/// A streaming XML parser: parse_document(handler) calls
+/// handler.start(local_name, depth), handler.text(piece, depth) (character
+/// data of the element at `depth`, in pieces: entities decoded, CDATA as is)
+/// and handler.end(depth). It allocates nothing per element. A handler may
+/// throw (fail() gives the IoError with the offset).
 class XmlParser {
  public:
   XmlParser(std::string_view in, const ErrorContext& where) : in_(in), where_(where) {}
 
-  XmlElement parse_document() {
+  template <class Handler>
+  void parse_document(Handler& handler) {
     skip_misc();
     if (!starts_with("<") || starts_with("</")) fail("no root element");
-    XmlElement root = parse_element(0);
+    parse_element(handler);
     skip_misc();
     if (pos_ != in_.size()) fail("content after the root element");
-    return root;
   }
-
- private:
-  static constexpr int kMaxDepth = 64;
 
   [[noreturn]] void fail(const std::string& what) const {
     ErrorContext c = where_;
     c.offset = pos_;
     throw IoError("malformed XML in an S3 response: " + what, c);
   }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
   bool starts_with(std::string_view s) const { return in_.substr(pos_, s.size()) == s; }
   void skip_space() {
     while (pos_ < in_.size() &&
@@ -98,11 +107,12 @@ class XmlParser {
     if (pos_ == start) fail("an element without a name");
     return in_.substr(start, pos_ - start);
   }
-  static std::string local_name(std::string_view qname) {
+  static std::string_view local_name(std::string_view qname) {
     const auto colon = qname.find(':');
-    return std::string(colon == std::string_view::npos ? qname : qname.substr(colon + 1));
+    return colon == std::string_view::npos ? qname : qname.substr(colon + 1);
   }
-  static void append_utf8(std::string& out, std::uint32_t cp) {
+  template <class Out>
+  static void append_utf8(Out& out, std::uint32_t cp) {
     if (cp < 0x80) {
       out.push_back(static_cast<char>(cp));
     } else if (cp < 0x800) {
@@ -120,7 +130,8 @@ class XmlParser {
     }
   }
   // At '&': decodes one entity into `out`.
-  void parse_entity(std::string& out) {
+  template <class Out>
+  void parse_entity(Out& out) {
     const auto semi = in_.find(';', pos_);
     if (semi == std::string_view::npos || semi - pos_ > 12) fail("an unterminated entity");
     const std::string_view name = in_.substr(pos_ + 1, semi - pos_ - 1);
@@ -182,14 +193,33 @@ class XmlParser {
       pos_ = end + 1;
     }
   }
-  XmlElement parse_element(int depth) {
-    if (depth >= kMaxDepth) fail("elements nested deeper than 64");
-    ++pos_;  // '<'
-    const std::string_view qname = parse_name();
-    XmlElement e;
-    e.name = local_name(qname);
-    if (skip_attributes()) return e;
-    for (;;) {
+  // A small fixed buffer an entity decodes into (at most 4 bytes).
+  struct Piece {
+    char bytes[4];
+    std::size_t size = 0;
+    void push_back(char c) { bytes[size++] = c; }
+  };
+
+  // Elements are walked with an explicit stack of their names (views into
+  // the input), so the depth bound costs no recursion.
+  template <class Handler>
+  void parse_element(Handler& handler) {
+    std::string_view open[kMaxDepth];
+    int depth = 0;
+    auto start_tag = [&] {
+      if (depth >= kMaxDepth) fail("elements nested deeper than 64");
+      ++pos_;  // '<'
+      const std::string_view qname = parse_name();
+      handler.start(local_name(qname), depth);
+      if (skip_attributes()) {
+        handler.end(depth);
+        return;
+      }
+      open[depth++] = qname;
+    };
+    start_tag();
+    while (depth > 0) {
+      const std::string_view qname = open[depth - 1];
       if (pos_ >= in_.size()) fail("the element <" + std::string(qname) + "> is not closed");
       const char c = in_[pos_];
       if (c == '<') {
@@ -202,25 +232,26 @@ class XmlParser {
           skip_space();
           if (pos_ >= in_.size() || in_[pos_] != '>') fail("a malformed end tag");
           ++pos_;
-          return e;
-        }
-        if (starts_with("<!--")) {
+          handler.end(--depth);
+        } else if (starts_with("<!--")) {
           skip_past("-->", "comment");
         } else if (starts_with("<![CDATA[")) {
           const std::size_t start = pos_ + 9;
           skip_past("]]>", "CDATA section");
-          e.text.append(in_.substr(start, pos_ - 3 - start));
+          handler.text(in_.substr(start, pos_ - 3 - start), depth - 1);
         } else if (starts_with("<?")) {
           skip_past("?>", "processing instruction");
         } else {
-          e.children.push_back(parse_element(depth + 1));
+          start_tag();
         }
       } else if (c == '&') {
-        parse_entity(e.text);
+        Piece piece;
+        parse_entity(piece);
+        handler.text(std::string_view(piece.bytes, piece.size), depth - 1);
       } else {
         const auto next = in_.find_first_of("<&", pos_);
         const std::size_t end = next == std::string_view::npos ? in_.size() : next;
-        e.text.append(in_.substr(pos_, end - pos_));
+        handler.text(in_.substr(pos_, end - pos_), depth - 1);
         pos_ = end;
       }
     }
@@ -233,10 +264,49 @@ class XmlParser {
 
 }  // namespace detail
 
-/// Parses one XML document. Throws IoError naming `where` (the URL) and the
-/// byte offset on malformed XML.
+namespace detail {
+
+/// Builds parse_xml's tree, counting what it holds: an element costs its
+/// node twice over (a vector's spare capacity) plus its name and text.
+struct XmlTreeBuilder {
+  XmlParser& parser;
+  std::size_t budget;
+  XmlElement root{};
+  std::vector<XmlElement*> path{};
+  std::size_t used = 0;
+
+  void charge(std::size_t bytes) {
+    used += bytes;
+    if (used > budget) {
+      parser.fail("the document would take more than " + std::to_string(budget) +
+                  " bytes to hold (4 times its size plus 64 KiB)");
+    }
+  }
+  void start(std::string_view name, int) {
+    charge(2 * sizeof(XmlElement) + name.size());
+    XmlElement* e = &root;
+    if (!path.empty()) e = &path.back()->children.emplace_back();
+    e->name = std::string(name);
+    path.push_back(e);
+  }
+  void text(std::string_view piece, int) {
+    charge(piece.size());
+    path.back()->text.append(piece);
+  }
+  void end(int) { path.pop_back(); }
+};
+
+}  // namespace detail
+
+/// Parses one XML document into a tree. Throws IoError naming `where` (the
+/// URL) and the byte offset on malformed XML, or on a document that would
+/// take more than 4 times its size plus 64 KiB to hold (no S3 document
+/// that parse_xml reads comes near it).
 inline XmlElement parse_xml(std::string_view xml, const ErrorContext& where = {}) {
-  return detail::XmlParser(xml, where).parse_document();
+  detail::XmlParser parser(xml, where);
+  detail::XmlTreeBuilder tree{parser, 4 * xml.size() + (std::size_t{64} << 10)};
+  parser.parse_document(tree);
+  return std::move(tree.root);
 }
 
 /// One page of a ListObjectsV2 result.
@@ -250,21 +320,58 @@ struct ListObjectsPage {
 /// malformed XML, a root other than ListBucketResult, or a truncated page
 /// without a continuation token (which would loop forever).
 inline ListObjectsPage parse_list_objects_v2(std::string_view xml, const ErrorContext& where = {}) {
-  const XmlElement root = parse_xml(xml, where);
-  if (root.name != "ListBucketResult") {
+  // Streamed, no tree: what is kept is the keys (a string each, at least
+  // the 26 bytes of "<Contents><Key/></Contents>" in the input) and two
+  // fields; every other element costs nothing.
+  struct Page {
+    ListObjectsPage page{};
+    std::string root{};
+    std::string truncated{};
+    enum class In { other, contents, key, truncated, token } in = In::other;
+    bool has_key = false;
+    void start(std::string_view name, int depth) {
+      if (depth == 0) {
+        root = std::string(name.substr(0, 64));
+      } else if (depth == 1) {
+        // The first of each, as a tree's child_text would take it.
+        in = In::other;
+        if (name == "Contents") in = In::contents;
+        if (name == "IsTruncated" && !seen_truncated) in = In::truncated;
+        if (name == "NextContinuationToken" && !seen_token) in = In::token;
+        seen_truncated = seen_truncated || in == In::truncated;
+        seen_token = seen_token || in == In::token;
+        has_key = false;
+      } else if (depth == 2 && in == In::contents && name == "Key" && !has_key) {
+        page.keys.emplace_back();
+        in = In::key;
+        has_key = true;
+      }
+    }
+    void text(std::string_view piece, int depth) {
+      if (depth == 2 && in == In::key) page.keys.back().append(piece);
+      if (depth == 1 && in == In::truncated && truncated.size() < 16) truncated.append(piece);
+      if (depth == 1 && in == In::token) page.next_token.append(piece);
+    }
+    void end(int depth) {
+      if (depth == 2 && in == In::key) in = In::contents;
+      if (depth == 1) {
+        if (in == In::contents && !has_key) missing_key = true;
+        in = In::other;
+      }
+    }
+    bool missing_key = false;
+    bool seen_truncated = false, seen_token = false;
+  } p;
+  detail::XmlParser parser(xml, where);
+  parser.parse_document(p);
+  if (p.root != "ListBucketResult") {
     throw IoError(
-        "an S3 ListObjectsV2 response whose root is <" + root.name + ">, not <ListBucketResult>",
+        "an S3 ListObjectsV2 response whose root is <" + p.root + ">, not <ListBucketResult>",
         where);
   }
-  ListObjectsPage page;
-  for (const auto& c : root.children) {
-    if (c.name != "Contents") continue;
-    const XmlElement* key = c.find("Key");
-    if (key == nullptr) throw IoError("an S3 ListObjectsV2 <Contents> without a <Key>", where);
-    page.keys.push_back(key->text);
-  }
-  page.truncated = root.child_text("IsTruncated") == "true";
-  page.next_token = root.child_text("NextContinuationToken");
+  if (p.missing_key) throw IoError("an S3 ListObjectsV2 <Contents> without a <Key>", where);
+  ListObjectsPage page = std::move(p.page);
+  page.truncated = p.truncated == "true";
   if (page.truncated && page.next_token.empty()) {
     throw IoError("a truncated S3 ListObjectsV2 page without a NextContinuationToken", where);
   }

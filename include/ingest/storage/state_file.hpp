@@ -15,9 +15,12 @@
 
 namespace ingest {
 
-/// Writes `state` to `path` atomically. Throws IoError naming the path.
-inline void write_state(const std::string& path, const IteratorState& state) {
-  detail::AtomicFileWriter out(path, "checkpoint");
+/// Writes `state` to `path` atomically, a local file with permissions
+/// `file_mode` (masked by the umask; only the owner reads a checkpoint
+/// unless told otherwise). Throws IoError naming the path.
+inline void write_state(const std::string& path, const IteratorState& state,
+                        unsigned file_mode = detail::AtomicFileWriter::private_mode) {
+  detail::AtomicFileWriter out(path, "checkpoint", file_mode);
   const std::span<const std::byte> bytes = state.bytes();
   out.write(bytes.data(), bytes.size());
   out.commit();
