@@ -131,20 +131,29 @@ class ScriptedServer {
     return true;
   }
 
+  // Appends what the client sent next to `in`; false when it closed, failed
+  // or the server is stopping.
+  bool receive(int fd, std::string& in, char* chunk, std::size_t size) {
+    for (;;) {
+      if (!wait(fd, POLLIN)) return false;
+      const ::ssize_t got = ::recv(fd, chunk, size, MSG_DONTWAIT);
+      if (got == 0) return false;
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EINTR) continue;
+        return false;
+      }
+      in.append(chunk, static_cast<std::size_t>(got));
+      return true;
+    }
+  }
+
   void serve(int fd) {
     std::string in;
     char chunk[16 * 1024];
     for (;;) {
       std::size_t head_end;
       while ((head_end = in.find("\r\n\r\n")) == std::string::npos) {
-        if (!wait(fd, POLLIN)) return finish(fd);
-        const ::ssize_t got = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-        if (got == 0) return finish(fd);
-        if (got < 0) {
-          if (errno == EAGAIN || errno == EINTR) continue;
-          return finish(fd);
-        }
-        in.append(chunk, static_cast<std::size_t>(got));
+        if (!receive(fd, in, chunk, sizeof chunk)) return finish(fd);
       }
       const std::string head = in.substr(0, head_end + 4);
       std::size_t length = 0;
@@ -153,14 +162,7 @@ class ScriptedServer {
         length = std::stoul(head.substr(at + 15));
       }
       while (in.size() < head.size() + length) {
-        if (!wait(fd, POLLIN)) return finish(fd);
-        const ::ssize_t got = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-        if (got == 0) return finish(fd);
-        if (got < 0) {
-          if (errno == EAGAIN || errno == EINTR) continue;
-          return finish(fd);
-        }
-        in.append(chunk, static_cast<std::size_t>(got));
+        if (!receive(fd, in, chunk, sizeof chunk)) return finish(fd);
       }
       const std::string body = in.substr(head.size(), length);
       in.erase(0, head.size() + length);
