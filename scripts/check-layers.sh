@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the include graph's layers (README, "Layout"): core <- runtime <-
 # storage <- formats <- sources, stages <- the umbrella and the optional parts (image/
-# may include any layer below it, never the umbrella). A header
+# may include any layer below it, never the umbrella), and distributed/ (scale-out: world(),
+# sharding policies) above sources and stages. A header
 # may include headers of its own layer and of the layers below it only, and
 # no stage header includes another stage header (shared machinery lives in
 # runtime/ or core/).
@@ -17,6 +18,7 @@ declare -A allowed=(
   [sources]="core runtime storage formats sources"
   [stages]="core runtime storage formats stages"
   [image]="core runtime storage formats sources stages image"
+  [distributed]="core runtime storage formats sources stages distributed"
 )
 
 status=0

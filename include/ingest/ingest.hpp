@@ -21,6 +21,7 @@
 #include "ingest/core/shape.hpp"
 #include "ingest/core/state.hpp"
 #include "ingest/core/tensor.hpp"
+#include "ingest/distributed/world.hpp"
 #include "ingest/formats/compression.hpp"
 #include "ingest/formats/crc32c.hpp"
 #include "ingest/formats/example.hpp"
