@@ -30,6 +30,7 @@
 #include "ingest/core/random.hpp"
 #include "ingest/core/serializer.hpp"
 #include "ingest/core/state.hpp"
+#include "ingest/core/world.hpp"
 
 namespace ingest {
 
@@ -76,7 +77,7 @@ template <class Input>
 class UnbatchDataset;
 template <class Input>
 class RebatchDataset;
-template <class Input>
+template <class Input, bool Marked = false>
 class ShardDataset;
 template <class Input>
 class IgnoreErrorsDataset;
@@ -478,6 +479,18 @@ class DatasetBase {
   /// InvalidArgument unless 0 <= index < num_shards.
   auto shard(std::int64_t num_shards, std::int64_t index) const {
     return ShardDataset<Derived>(self(), num_shards, index);
+  }
+  /// The elements of `world`'s rank (distributed::world()): every
+  /// world_size-th from its rank on, with `options.remainder` deciding what
+  /// happens to the elements left over (Remainder). Throws InvalidArgument
+  /// for a rank outside the world and for Remainder::pad (shard_padded).
+  auto shard(const distributed::World& world, ShardOptions options = {}) const {
+    return ShardDataset<Derived>(self(), world, options.remainder);
+  }
+  /// As shard(world) with Remainder::pad: (element, valid) pairs, where the
+  /// repeats that even the ranks' counts have valid == false.
+  auto shard_padded(const distributed::World& world) const {
+    return ShardDataset<Derived, true>(self(), world, Remainder::pad);
   }
   /// Drops elements whose production threw an ingest::Error, counting them (tf: ignore_errors).
   auto ignore_errors(IgnoreErrorsOptions options = {}) const {

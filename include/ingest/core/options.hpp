@@ -87,6 +87,28 @@ struct ShuffleOptions {
   bool reshuffle_each_iteration = true;
 };
 
+/// What shard(world) does with the elements left over when the ranks
+/// cannot all get the same number (n not a multiple of the world's size).
+enum class Remainder {
+  /// Every rank gets floor(n / world_size) elements, so the same number of
+  /// batches: collectives never wait on a rank that ran out. Up to
+  /// world_size - 1 elements of the pass are not read.
+  drop,
+  /// Every rank gets ceil(n / world_size): the ranks short of one repeat an
+  /// element from the start of the pass, marked not valid (shard_padded's
+  /// elements are (element, valid) pairs; batch stacks the flags into a
+  /// bool tensor), so an evaluation counts each element once.
+  pad,
+  /// The true split: the first n % world_size ranks get one element more.
+  uneven,
+};
+
+/// Options of shard(world).
+struct ShardOptions {
+  /// What to do with the elements that do not divide evenly.
+  Remainder remainder = Remainder::drop;
+};
+
 /// Options of rejection_resample; see stages/rejection_resample.hpp.
 struct RejectionResampleOptions {
   /// The input's class distribution (weights, one per class, normalised);

@@ -4,7 +4,36 @@
 // reads it from the launcher's environment.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "ingest/core/deal.hpp"
+
+namespace ingest::detail {
+
+/// What distributed::restore hands a dataset through its World: the levels
+/// of the pass to resume in (a new world's ranks), or where an old rank's
+/// restored iterator reports the position it resumed at.
+struct ElasticLink {
+  /// The pass the levels belong to, and the levels (oldest first).
+  struct Resume {
+    std::uint64_t pass = 0;
+    std::vector<DealLevel> levels;
+  };
+  /// Filled by the sharded source's iterator of an old rank at its restore
+  /// and at each read: its pass, its levels and its reads so far.
+  struct Report {
+    bool restored = false;
+    std::uint64_t pass = 0, records = 0, consumed = 0;
+    std::vector<DealLevel> levels;
+  };
+  std::shared_ptr<const Resume> resume{};
+  std::shared_ptr<Report> report{};
+};
+
+}  // namespace ingest::detail
 
 namespace ingest::distributed {
 
@@ -22,6 +51,8 @@ struct World {
   int local_world_size = 1;
   /// The launcher whose variables gave these numbers.
   std::string launcher = "none";
+  /// Set by distributed::restore only; leave it empty.
+  ingest::detail::ElasticLink elastic{};
 };
 
 }  // namespace ingest::distributed

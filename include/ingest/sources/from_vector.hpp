@@ -20,6 +20,7 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/sources/positional.hpp"
 
 namespace ingest {
 
@@ -87,7 +88,28 @@ class FromVectorDataset : public DatasetBase<FromVectorDataset<T>, T> {
   /// The element count (the elements themselves are not hashed).
   void fingerprint(Fingerprint& fp) const { fp.add(static_cast<std::uint64_t>(data_->size())); }
 
+  /// The same elements by position, once per pass in a pseudo-random order
+  /// (tf: Dataset.global_shuffle); see PositionalDataset.
+  PositionalDataset<detail::VectorAccess<T>> global_shuffle(ShuffleOptions options = {}) const {
+    return positional().global_shuffle(options);
+  }
+  using FromVectorDataset::DatasetBase::shard;
+  /// The positions dealt to `world`'s rank (PositionalDataset::shard): this
+  /// rank copies out its elements only.
+  PositionalDataset<detail::VectorAccess<T>> shard(const distributed::World& world,
+                                                   ShardOptions options = {}) const {
+    return positional().shard(world, options);
+  }
+  PositionalDataset<detail::VectorAccess<T>, true> shard_padded(
+      const distributed::World& world) const {
+    return positional().shard_padded(world);
+  }
+
  private:
+  PositionalDataset<detail::VectorAccess<T>> positional() const {
+    return {detail::VectorAccess<T>{data_}, {}};
+  }
+
   std::shared_ptr<const std::vector<T>> data_;
 };
 

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "ingest/core/dataset.hpp"
+#include "ingest/core/deal.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/options.hpp"
 #include "ingest/core/random.hpp"
@@ -56,6 +57,7 @@
 #include "ingest/formats/tfrecord_format.hpp"
 #include "ingest/runtime/pipeline.hpp"
 #include "ingest/sources/file_dataset.hpp"
+#include "ingest/sources/positional.hpp"
 #include "ingest/storage/file.hpp"
 
 namespace ingest {
@@ -163,72 +165,36 @@ struct IndexedTFRecordOptions {
 
 namespace detail {
 
-/// A pseudo-random bijection of [0, n) keyed by `key`: a four-round Feistel
-/// network on the smallest power of four >= n, walking the cycle until the
-/// value falls in [0, n) (fewer than 4 steps on average).
-class IndexPermutation {
- public:
-  IndexPermutation(std::uint64_t n, std::uint64_t key) noexcept : n_(n) {
-    const int bits = n <= 1 ? 2 : std::bit_width(n - 1);
-    half_ = std::max(1, (bits + 1) / 2);
-    mask_ = (std::uint64_t{1} << half_) - 1;
-    for (std::uint64_t& k : keys_) k = key = derive_seed(key, 0x5bd1e995);
-  }
-  std::uint64_t operator()(std::uint64_t i) const noexcept {
-    std::uint64_t x = i;
-    do {
-      x = encrypt(x);
-    } while (x >= n_);
-    return x;
-  }
-
- private:
-  std::uint64_t encrypt(std::uint64_t x) const noexcept {
-    std::uint64_t left = x >> half_, right = x & mask_;
-    for (const std::uint64_t k : keys_) {
-      const std::uint64_t next = left ^ (mix64(right ^ k) & mask_);
-      left = right;
-      right = next;
-    }
-    return (left << half_) | right;
-  }
-
-  std::uint64_t n_;
-  int half_ = 1;
-  std::uint64_t mask_ = 1;
-  std::uint64_t keys_[4]{};
-};
-
+template <bool Marked>
 class IndexedTFRecordIterator {
  public:
-  using value_type = std::string;
+  using value_type = marked_t<Marked, std::string>;
   static constexpr std::size_t max_open_files = 16;
 
-  /// `shuffle_seed` set: a global shuffle, this iterator's order being that
-  /// of pass `pass`; `passes` (reshuffling) is the dataset's pass counter.
+  /// The order (global shuffle, shard) is `spec`'s for the pass this
+  /// iterator begins in `ctx`.
   IndexedTFRecordIterator(std::shared_ptr<const TFRecordIndex> index,
-                          IndexedTFRecordOptions options, std::optional<std::uint64_t> shuffle_seed,
-                          std::shared_ptr<std::atomic<std::uint64_t>> passes, std::uint64_t pass,
+                          IndexedTFRecordOptions options,
+                          std::shared_ptr<const PositionalSpec> spec, const IteratorContext& ctx,
                           std::shared_ptr<StageNode> node = nullptr)
       : index_(std::move(index)),
         options_(options),
-        seed_(shuffle_seed),
-        passes_(std::move(passes)),
-        pass_(pass),
+        cursor_(std::move(spec), index_->size(), ctx),
         node_(std::move(node)) {
     window_ = options_.in_flight != 0 ? options_.in_flight
               : index_->has_urls()    ? IndexedTFRecordOptions::default_in_flight
                                       : 1;
-    order();
   }
 
-  std::optional<std::string> next() {
-    if (pos_ == index_->size()) return std::nullopt;
+  std::optional<value_type> next() {
+    if (pos_ == reads()) return std::nullopt;
     plan();
     Span& span = ahead_.front();
     const TFRecordIndex::Location at =
         pos_ == span.first ? span.first_at : index_->locate(record_at(pos_));
-    ++pos_;  // a record that fails to read is consumed (its error is the element)
+    const std::uint64_t k =
+        pos_++;  // a record that fails to read is consumed (its error is the element)
+    cursor_.note(pos_);
     if (!span.done) {
       span.done = true;
       try {
@@ -249,32 +215,22 @@ class IndexedTFRecordIterator {
       throw;
     }
     if (last) pop_front();
-    return record;
+    return mark_read<Marked>(std::move(*record), cursor_.order(), k);
   }
 
-  /// Checkpoint: the number of records, the pass and the position.
-  void save(StateWriter& w) const { w.write(index_->size(), pass_, pos_); }
+  /// Checkpoint: the number of records, the pass (and the deal's levels)
+  /// and the position.
+  void save(StateWriter& w) const {
+    cursor_.write(w);
+    w.write(pos_);
+  }
   void restore(StateReader& r) {
-    const std::uint64_t at = r.offset();
-    std::uint64_t count = 0;
-    r.read(count);
-    if (count != index_->size()) {
-      throw DataLossError("checkpoint: indexed_tfrecord had " + std::to_string(count) +
-                              " records at the save, its index has " +
-                              std::to_string(index_->size()) + " now",
-                          {.stage = "indexed_tfrecord", .offset = at});
-    }
-    std::uint64_t pass = 0;
-    r.read(pass);
-    pos_ = r.read_position(static_cast<std::size_t>(index_->size()), "indexed_tfrecord", "records");
+    cursor_.read(r, "indexed_tfrecord", "records");
+    pos_ = r.read_position(static_cast<std::size_t>(reads()), "indexed_tfrecord", "records");
+    cursor_.note(pos_);
     ahead_.clear();  // reads in flight for the old position are dropped
     planned_ = pos_;
     peeked_position_ = no_position;
-    if (passes_) {
-      pass_ = pass;
-      order();
-      detail::restored_pass(passes_, pass);
-    }
   }
 
  private:
@@ -296,21 +252,17 @@ class IndexedTFRecordIterator {
     std::string bytes{};
   };
 
-  void order() {
-    if (seed_) {
-      const std::uint64_t key = passes_ ? derive_seed(*seed_, pass_) : *seed_;
-      permutation_.emplace(index_->size(), key);
-    }
-  }
+  // Reads in this pass (this rank's, when sharded), and the record of each.
+  std::uint64_t reads() const noexcept { return cursor_.order().size(); }
   std::uint64_t record_at(std::uint64_t position) const noexcept {
-    return permutation_ ? (*permutation_)(position) : position;
+    return cursor_.order().record(position);
   }
 
   // Plans reads for the positions after those planned, up to `window_`
   // reads, and starts those not started: for URLs the range requests go out
   // together; a local file is read one span at a time.
   void plan() {
-    while (ahead_.size() < window_ && planned_ < index_->size()) {
+    while (ahead_.size() < window_ && planned_ < reads()) {
       ahead_.push_back(span_from(planned_));
       planned_ = ahead_.back().end;
     }
@@ -331,7 +283,7 @@ class IndexedTFRecordIterator {
               .offset = at.offset,
               .length = framed(at),
               .first_at = at};
-    while (span.end < index_->size()) {
+    while (span.end < reads()) {
       // The record after the span: its first one if it does not join this one.
       const TFRecordIndex::Location next = index_->locate(record_at(span.end));
       peeked_position_ = span.end;
@@ -456,11 +408,8 @@ class IndexedTFRecordIterator {
 
   std::shared_ptr<const TFRecordIndex> index_;
   IndexedTFRecordOptions options_;
-  std::optional<std::uint64_t> seed_;
-  std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
-  std::uint64_t pass_ = 0;
-  std::shared_ptr<StageNode> node_;              // this source's model node, if measured
-  std::optional<IndexPermutation> permutation_;  // global shuffle: position -> record
+  PassCursor cursor_;                // the pass's order: read -> record
+  std::shared_ptr<StageNode> node_;  // this source's model node, if measured
   std::uint64_t pos_ = 0;
   std::vector<std::shared_ptr<OpenFile>> open_;  // most recently used first
   std::deque<Span> ahead_;                       // the reads planned, the one at pos_ first
@@ -476,12 +425,18 @@ class IndexedTFRecordIterator {
 
 }  // namespace detail
 
-class IndexedTFRecordDataset : public DatasetBase<IndexedTFRecordDataset, std::string> {
+/// indexed_tfrecord's dataset; Marked: shard_padded's (record, valid) pairs.
+template <bool Marked = false>
+class BasicIndexedTFRecordDataset : public DatasetBase<BasicIndexedTFRecordDataset<Marked>,
+                                                       detail::marked_t<Marked, std::string>> {
  public:
   static constexpr std::string_view stage_name = "indexed_tfrecord";
 
-  IndexedTFRecordDataset(std::shared_ptr<const TFRecordIndex> index, IndexedTFRecordOptions options)
-      : index_(std::move(index)), options_(options) {
+  BasicIndexedTFRecordDataset(std::shared_ptr<const TFRecordIndex> index,
+                              IndexedTFRecordOptions options, detail::PositionalSpec spec = {})
+      : index_(std::move(index)),
+        options_(options),
+        spec_(std::make_shared<const detail::PositionalSpec>(std::move(spec))) {
     if (options_.block_bytes == 0) {
       throw InvalidArgument("indexed_tfrecord: block_bytes must be >= 1",
                             {.stage = "indexed_tfrecord"});
@@ -491,46 +446,62 @@ class IndexedTFRecordDataset : public DatasetBase<IndexedTFRecordDataset, std::s
   /// Every record once per pass, in a pseudo-random order over all files
   /// (tf: Dataset.global_shuffle). Without `.seed`, one is drawn for this
   /// dataset; with `.reshuffle_each_iteration` every pass gets its own order.
-  IndexedTFRecordDataset global_shuffle(ShuffleOptions options = {}) const {
-    IndexedTFRecordDataset out = *this;
-    out.shuffle_ = options;
-    out.seed_ = options.seed ? *options.seed : random_seed();
-    out.passes_ = std::make_shared<std::atomic<std::uint64_t>>(0);
-    return out;
+  /// Before shard(world), with the same seed on every rank.
+  BasicIndexedTFRecordDataset global_shuffle(ShuffleOptions options = {}) const {
+    if (spec_->sharded) {
+      throw InvalidArgument(
+          "indexed_tfrecord: global_shuffle goes before shard(world) (the ranks deal one order "
+          "of the whole pass)",
+          {.stage = "indexed_tfrecord"});
+    }
+    return {index_, options_, spec_->shuffled(options)};
   }
 
-  detail::IndexedTFRecordIterator make_iterator(const IteratorContext& ctx) const {
+  using BasicIndexedTFRecordDataset::DatasetBase::shard;
+  /// The records of each pass dealt to `world`'s rank (after a global
+  /// shuffle, its share of that pass's order): the rank reads only its own
+  /// records (see Remainder). Throws InvalidArgument for Remainder::pad (use
+  /// shard_padded) and for a rank outside the world.
+  BasicIndexedTFRecordDataset shard(const distributed::World& world,
+                                    ShardOptions options = {}) const {
+    if (options.remainder == Remainder::pad) detail::pad_needs_marks("indexed_tfrecord");
+    return {index_, options_, spec_->dealt(world, options.remainder, "indexed_tfrecord")};
+  }
+  /// As shard(world, {.remainder = Remainder::pad}), each record paired with
+  /// whether it is its rank's own (false: a repeat that evens the counts).
+  BasicIndexedTFRecordDataset<true> shard_padded(const distributed::World& world) const {
+    static_assert(!Marked, "shard_padded: the dataset is sharded already");
+    return {index_, options_, spec_->dealt(world, Remainder::pad, "indexed_tfrecord")};
+  }
+
+  detail::IndexedTFRecordIterator<Marked> make_iterator(const IteratorContext& ctx) const {
     std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
     if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
-    if (!shuffle_) return {index_, options_, std::nullopt, nullptr, 0, std::move(node)};
-    if (!shuffle_->reshuffle_each_iteration)
-      return {index_, options_, seed_, nullptr, 0, std::move(node)};
-    auto passes = detail::shared_counter(ctx, passes_);
-    const std::uint64_t pass = passes->fetch_add(1, std::memory_order_relaxed);
-    return {index_, options_, seed_, std::move(passes), pass, std::move(node)};
+    return {index_, options_, spec_, ctx, std::move(node)};
   }
 
   /// The index (the files and where each record starts).
   const TFRecordIndex& index() const noexcept { return *index_; }
 
-  std::int64_t cardinality() const { return static_cast<std::int64_t>(index_->size()); }
+  std::int64_t cardinality() const { return spec_->cardinality(index_->size()); }
+  /// What global_shuffle and shard(world) set (distributed::restore reads it).
+  const detail::PositionalSpec& positional_spec() const noexcept { return *spec_; }
 
-  /// The index and the order (a seed drawn from the OS differs between
-  /// processes: such a state restores only into this dataset).
+  /// The index and the order.
   void fingerprint(Fingerprint& fp) const {
     index_->fingerprint(fp);
-    fp.add(shuffle_.has_value());
-    if (shuffle_) fp.add(seed_).add(shuffle_->reshuffle_each_iteration);
-    fp.counter(passes_);
+    spec_->fingerprint(fp);
   }
 
  private:
+  template <bool>
+  friend class BasicIndexedTFRecordDataset;
   std::shared_ptr<const TFRecordIndex> index_;
   IndexedTFRecordOptions options_;
-  std::optional<ShuffleOptions> shuffle_;
-  std::uint64_t seed_ = 0;
-  std::shared_ptr<std::atomic<std::uint64_t>> passes_;
+  std::shared_ptr<const detail::PositionalSpec> spec_;
 };
+
+using IndexedTFRecordDataset = BasicIndexedTFRecordDataset<>;
 
 /// The records of the TFRecord files `paths` by position: indexes them
 /// (build_tfrecord_index, reading each file once) and reads record by record.

@@ -16,6 +16,7 @@
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
+#include "ingest/sources/positional.hpp"
 
 namespace ingest {
 
@@ -118,7 +119,29 @@ class RangeDataset : public DatasetBase<RangeDataset, std::int64_t> {
     return span <= 0 ? 0 : (span - 1) / step + 1;
   }
 
+  /// The same elements by position, once per pass in a pseudo-random order
+  /// (tf: Dataset.global_shuffle); see PositionalDataset.
+  PositionalDataset<detail::RangeAccess> global_shuffle(ShuffleOptions options = {}) const {
+    return positional().global_shuffle(options);
+  }
+  using RangeDataset::DatasetBase::shard;
+  /// The positions dealt to `world`'s rank (PositionalDataset::shard): this
+  /// rank computes its elements without producing the others'.
+  PositionalDataset<detail::RangeAccess> shard(const distributed::World& world,
+                                               ShardOptions options = {}) const {
+    return positional().shard(world, options);
+  }
+  PositionalDataset<detail::RangeAccess, true> shard_padded(const distributed::World& world) const {
+    return positional().shard_padded(world);
+  }
+
  private:
+  PositionalDataset<detail::RangeAccess> positional() const {
+    return {detail::RangeAccess{
+                .start = start_, .step = step_, .count = static_cast<std::uint64_t>(cardinality())},
+            {}};
+  }
+
   std::int64_t start_, stop_, step_;
 };
 

@@ -188,6 +188,8 @@ class BatchDataset
     : public detail::UnaryStage<BatchDataset<Input>, Input, batch_t<typename Input::element_type>> {
  public:
   static constexpr std::string_view stage_name = "batch";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
   static constexpr bool batches = true;
 
   BatchDataset(Input input, std::int64_t batch_size, BatchOptions options)

@@ -55,6 +55,8 @@ class FilterDataset
     : public detail::UnaryStage<FilterDataset<Input, Pred>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "filter";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
 
   FilterDataset(Input input, Pred pred)
       : FilterDataset::UnaryStage(std::move(input)), pred_(std::move(pred)) {}

@@ -72,6 +72,8 @@ class IgnoreErrorsDataset
     : public detail::UnaryStage<IgnoreErrorsDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "ignore_errors";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
 
   IgnoreErrorsDataset(Input input, IgnoreErrorsOptions options)
       : IgnoreErrorsDataset::UnaryStage(std::move(input)),

@@ -137,6 +137,8 @@ class MapDataset : public detail::UnaryStage<
                        std::decay_t<std::invoke_result_t<F&, typename Input::element_type&&>>> {
  public:
   static constexpr std::string_view stage_name = "map";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
 
   MapDataset(Input input, F f) : MapDataset::UnaryStage(std::move(input)), f_(std::move(f)) {}
 

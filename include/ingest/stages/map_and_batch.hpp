@@ -578,6 +578,8 @@ class MapAndBatchDataset
           batch_t<std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>>> {
  public:
   static constexpr std::string_view stage_name = "map_and_batch";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
   /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
   static constexpr bool anchors_input = true;
   static constexpr bool batches = true;

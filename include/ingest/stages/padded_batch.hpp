@@ -110,6 +110,8 @@ class PaddedBatchDataset
           typename padded_batch_traits<typename Input::element_type>::batch_type> {
  public:
   static constexpr std::string_view stage_name = "padded_batch";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
   static constexpr bool batches = true;
 
   PaddedBatchDataset(Input input, std::int64_t batch_size, PaddedBatchOptions options)

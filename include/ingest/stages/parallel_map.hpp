@@ -357,6 +357,8 @@ class ParallelMapDataset
           std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>> {
  public:
   static constexpr std::string_view stage_name = "parallel_map";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
   /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
   static constexpr bool anchors_input = true;
   using model_node = detail::ParallelMapNode;

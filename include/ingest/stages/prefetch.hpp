@@ -36,6 +36,8 @@ class PrefetchDataset
     : public detail::UnaryStageBase<PrefetchDataset<Input>, Input, typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "prefetch";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
   /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
   static constexpr bool anchors_input = true;
   using model_node = detail::PrefetchNode;

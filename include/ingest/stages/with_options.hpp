@@ -24,6 +24,8 @@ class WithOptionsDataset : public detail::UnaryStageBase<WithOptionsDataset<Inpu
                                                          typename Input::element_type> {
  public:
   static constexpr std::string_view stage_name = "with_options";
+  /// At a save, every input element it pulled is delivered (distributed::restore).
+  static constexpr bool elastic_passthrough = true;
   static constexpr bool hidden = true;  // configuration, not a stage
 
   WithOptionsDataset(Input input, PipelineOptions options)
