@@ -9,11 +9,16 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
 #include "ingest/core/allocator.hpp"
 #include "ingest/core/errors.hpp"
+#include "ingest/core/logging.hpp"
+#include "ingest/core/world.hpp"
 
 namespace ingest {
 
@@ -133,6 +138,15 @@ inline void CounterSandbox::refuse() {
 }
 }  // namespace detail
 
+namespace detail {
+/// with_options({.auto_shard}): the rank, and what the first file source
+/// below decided (one per iterator of the with_options stage).
+struct AutoShard {
+  distributed::World world;
+  enum Decision { undecided, by_file, by_element } decision = undecided;
+};
+}  // namespace detail
+
 struct IteratorContext {
   /// The runtime of async stages; null means default_runtime().
   std::shared_ptr<Runtime> runtime{};
@@ -153,6 +167,8 @@ struct IteratorContext {
   std::uint64_t epoch = 0;
   /// Set only in a replica (detail::CounterSandbox): its private counters.
   std::shared_ptr<detail::CounterSandbox> replica{};
+  /// with_options({.auto_shard}) above: the first file source decides.
+  std::shared_ptr<detail::AutoShard> auto_shard{};
 
   /// This context for the inputs of a stage that stops them when it is
   /// destroyed: its cancellation is `source`'s token (a source made from
@@ -197,6 +213,31 @@ inline const std::shared_ptr<const std::atomic<bool>>& replica_checkpoint_flag()
   static const std::shared_ptr<const std::atomic<bool>> flag =
       std::make_shared<const std::atomic<bool>>(true);
   return flag;
+}
+/// with_options({.auto_shard}): called by a file source's make_iterator
+/// with its file count; the first source below the stage decides. Returns
+/// this rank's first file when it shards by file (at least one file per
+/// rank; the stride is the world's size); otherwise each rank keeps
+/// every world_size-th record of the file sources below it. Logs which
+/// (once per iterator of the with_options stage).
+inline std::optional<std::size_t> auto_shard_by_file(const IteratorContext& ctx, std::size_t files,
+                                                     std::string_view stage) {
+  if (!ctx.auto_shard || ctx.auto_shard->decision != AutoShard::undecided) return std::nullopt;
+  AutoShard& a = *ctx.auto_shard;
+  const auto size = static_cast<std::size_t>(a.world.world_size);
+  const bool by_file = files >= size;
+  a.decision = by_file ? AutoShard::by_file : AutoShard::by_element;
+  {
+    log_line("auto_shard: " + std::string(stage) + " has " + std::to_string(files) + " files for " +
+             std::to_string(size) + " ranks: " +
+             (by_file
+                  ? "by file: rank " + std::to_string(a.world.rank) + " reads 1 file in " +
+                        std::to_string(size) + ", from file " + std::to_string(a.world.rank)
+                  : "by element (fewer files than ranks): rank " + std::to_string(a.world.rank) +
+                        " reads every file and keeps 1 record in " + std::to_string(size)));
+  }
+  if (!by_file) return std::nullopt;
+  return static_cast<std::size_t>(a.world.rank);
 }
 /// Throws ReplicaRefused in a replica: the caller keeps state the replica
 /// cannot make private.

@@ -32,6 +32,7 @@
 #include "ingest/core/options.hpp"
 #include "ingest/core/random.hpp"
 #include "ingest/core/state.hpp"
+#include "ingest/core/world.hpp"
 
 namespace ingest::detail {
 
@@ -79,15 +80,6 @@ class IndexPermutation {
                             "elements are (element, valid) pairs, so that the repeats are marked",
                         {.stage = std::string(stage)});
 }
-
-/// A level of a pass that a resize interrupted: its world's size and what
-/// each of its ranks had consumed of the items dealt to it (reads, pads
-/// included).
-struct DealLevel {
-  std::uint64_t world_size = 1;
-  std::vector<std::uint64_t> consumed;
-  friend bool operator==(const DealLevel&, const DealLevel&) = default;
-};
 
 /// Items dealt to rank `rank` of `world` out of `n`, up to the last item
 /// (the uneven count).

@@ -14,6 +14,7 @@
 
 #include "ingest/core/errors.hpp"
 #include "ingest/core/shape.hpp"
+#include "ingest/core/world.hpp"
 
 namespace ingest {
 
@@ -153,6 +154,15 @@ struct PipelineOptions {
   /// shuffle buffer restores its state into a replica to anchor it (README,
   /// "Large shuffle buffers" and "Compacted saves").
   std::optional<bool> checkpointing{};
+  /// Shard the pipeline for this rank of a job (tf: the AUTO auto-shard
+  /// policy): by file when the first file source below (list_files, or
+  /// tfrecord / text_lines / csv / fixed_length_records over a file list)
+  /// has at least one file per rank, each rank reading every world_size-th
+  /// file; by element otherwise, each rank reading everything and keeping
+  /// every world_size-th element of the pipeline's output. Logs which and
+  /// why. Counts per rank may differ by a file's records: where collectives
+  /// need equal counts, use shard(world, {.remainder = Remainder::drop}).
+  std::optional<distributed::World> auto_shard{};
 };
 
 /// Options of cache(path).

@@ -9,9 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "ingest/core/deal.hpp"
-
 namespace ingest::detail {
+
+/// A level of a pass that a resize interrupted: its world's size and what
+/// each of its ranks had consumed of the items dealt to it (reads, pads
+/// included).
+struct DealLevel {
+  std::uint64_t world_size = 1;
+  std::vector<std::uint64_t> consumed;
+  friend bool operator==(const DealLevel&, const DealLevel&) = default;
+};
 
 /// What distributed::restore hands a dataset through its World: the levels
 /// of the pass to resume in (a new world's ranks), or where an old rank's

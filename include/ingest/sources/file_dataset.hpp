@@ -81,9 +81,11 @@ class FileSequenceIterator {
           throw;
         }
       }
+      const bool mine = keep_stride_ == 1 || produced_ % keep_stride_ == keep_offset_;
       try {
         if (std::optional<value_type> x = reader_->read()) {
           ++produced_;
+          if (!mine) continue;
           return x;
         }
         reader_.reset();
@@ -93,9 +95,17 @@ class FileSequenceIterator {
         if (dynamic_cast<const DataLossError*>(&e) || dynamic_cast<const IoError*>(&e)) {
           reader_.reset();
         }
+        if (!mine) continue;  // another rank's record, and its error
         throw;
       }
     }
+  }
+
+  /// Yields only the records at positions offset, offset + stride, ... of
+  /// its files (with_options({.auto_shard}) by element).
+  void keep_every(std::int64_t stride, std::int64_t offset) noexcept {
+    keep_stride_ = stride;
+    keep_offset_ = offset;
   }
 
   /// Checkpoint: the next file's index, whether a file is open, the record
@@ -198,6 +208,7 @@ class FileSequenceIterator {
   std::shared_ptr<StageNode> node_;   // this source's model node, if measured
   std::size_t file_ = 0;
   std::int64_t produced_ = 0;
+  std::int64_t keep_stride_ = 1, keep_offset_ = 0;  // auto_shard by element
   std::optional<Reader> reader_;
 };
 
@@ -228,6 +239,21 @@ class FileDataset
   detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext& ctx) const {
     std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
     if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
+    if (ctx.auto_shard) {  // with_options({.auto_shard}) above
+      const distributed::World& world = ctx.auto_shard->world;
+      if (const auto first = detail::auto_shard_by_file(ctx, paths_.size(), Stage)) {
+        std::vector<std::string> mine;  // this rank's files
+        const auto stride = static_cast<std::size_t>(world.world_size);
+        for (std::size_t f = *first; f < paths_.size(); f += stride) mine.push_back(paths_[f]);
+        return {FileList(std::move(mine)), options_, Stage, ctx.runtime, std::move(node)};
+      }
+      if (ctx.auto_shard->decision == detail::AutoShard::by_element) {
+        detail::FileSequenceIterator<Reader, Options> it(paths_, options_, Stage, ctx.runtime,
+                                                         std::move(node));
+        it.keep_every(world.world_size, world.rank);
+        return it;
+      }
+    }
     return {paths_, options_, Stage, ctx.runtime, std::move(node)};
   }
 

@@ -331,8 +331,15 @@ class ListFilesIterator {
   std::optional<std::string> next() {
     if (pos_ == paths_->size()) return std::nullopt;
     const std::size_t i = order_.empty() ? pos_ : order_[pos_];
-    ++pos_;
+    pos_ = std::min(pos_ + stride_, paths_->size());
     return (*paths_)[i];
+  }
+
+  /// Yields the files at positions first, first + stride, ... of its order
+  /// only (with_options({.auto_shard}) by file); before the first next().
+  void deal(std::size_t first, std::size_t stride) noexcept {
+    stride_ = stride;
+    pos_ = std::min(first, paths_->size());
   }
 
  private:
@@ -350,6 +357,7 @@ class ListFilesIterator {
   std::shared_ptr<const std::vector<std::string>> paths_;
   std::vector<std::size_t> order_;  // empty: sorted order
   std::size_t pos_ = 0;
+  std::size_t stride_ = 1;  // auto_shard by file: the world's size
   std::uint64_t seed_ = 0;
   std::shared_ptr<std::atomic<std::uint64_t>> passes_;  // reshuffling: the dataset's counter
   std::uint64_t pass_ = 0;
@@ -378,18 +386,23 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     paths_ = std::make_shared<const std::vector<std::string>>(std::move(all));
+    seed_given_ = options_.seed.has_value();
     if (options_.shuffle && !options_.seed)
       options_.seed = static_cast<std::uint32_t>(random_seed());
   }
 
   detail::ListFilesIterator make_iterator(const IteratorContext& ctx) const {
-    if (!options_.shuffle) return detail::ListFilesIterator(paths_);
-    if (options_.reshuffle_each_iteration) {
-      auto epoch = detail::shared_counter(ctx, epoch_);
-      const std::uint64_t pass = epoch->fetch_add(1, std::memory_order_relaxed);
-      return detail::ListFilesIterator(paths_, *options_.seed, std::move(epoch), pass);
+    detail::ListFilesIterator it = iterator_in(ctx);
+    if (const auto first = detail::auto_shard_by_file(ctx, paths_->size(), "list_files")) {
+      if (options_.shuffle && !seed_given_) {
+        throw InvalidArgument(
+            "list_files: with_options({.auto_shard}) deals the shuffled files to the ranks, so "
+            "every rank needs the same order: give list_files a seed",
+            {.stage = "list_files"});
+      }
+      it.deal(*first, static_cast<std::size_t>(ctx.auto_shard->world.world_size));
     }
-    return detail::ListFilesIterator(paths_, *options_.seed);
+    return it;
   }
 
   /// The patterns and the shuffle options (a seed drawn from the OS differs
@@ -412,6 +425,17 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
   std::shared_ptr<const std::vector<std::string>> paths_;
   ListFilesOptions options_;
   std::shared_ptr<std::atomic<std::uint64_t>> epoch_;  // passes so far, shared by copies
+  bool seed_given_ = false;
+
+  detail::ListFilesIterator iterator_in(const IteratorContext& ctx) const {
+    if (!options_.shuffle) return detail::ListFilesIterator(paths_);
+    if (options_.reshuffle_each_iteration) {
+      auto epoch = detail::shared_counter(ctx, epoch_);
+      const std::uint64_t pass = epoch->fetch_add(1, std::memory_order_relaxed);
+      return detail::ListFilesIterator(paths_, *options_.seed, std::move(epoch), pass);
+    }
+    return detail::ListFilesIterator(paths_, *options_.seed);
+  }
 };
 
 /// The files matching `pattern`, sorted unless options.shuffle (tf: Dataset.list_files).

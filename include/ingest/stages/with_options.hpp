@@ -1,8 +1,10 @@
 // with_options({.threads, .runtime, .deterministic, .autotune, .ram_budget_bytes,
-// .trace_path, .on_progress, .progress_interval, .checkpointing}): runs the stages before it
-// with these settings. tf.data counterpart: Dataset.with_options. Put it last: it configures its
-// input pipeline, not the stages that follow. With .threads, each iterator gets a private runtime
-// of that many compute threads, released with the iterator.
+// .trace_path, .on_progress, .progress_interval, .checkpointing, .auto_shard}): runs the
+// stages before it with these settings. tf.data counterpart: Dataset.with_options. Put it
+// last: it configures its input pipeline, not the stages that follow. With .threads, each
+// iterator gets a private runtime of that many compute threads, released with the iterator.
+// With .auto_shard, the first file source below shards by file or by element
+// (core/context.hpp's auto_shard_by_file).
 #pragma once
 
 #include <chrono>
@@ -32,6 +34,12 @@ class WithOptionsDataset : public detail::UnaryStageBase<WithOptionsDataset<Inpu
       : WithOptionsDataset::UnaryStageBase(std::move(input)), options_(std::move(options)) {
     if (options_.threads && *options_.threads == 0) {
       throw InvalidArgument("with_options: threads must be >= 1", {.stage = "with_options"});
+    }
+    if (const auto& w = options_.auto_shard;
+        w && (w->world_size < 1 || w->rank < 0 || w->rank >= w->world_size)) {
+      throw InvalidArgument("with_options: auto_shard: rank " + std::to_string(w->rank) +
+                                " is outside [0, " + std::to_string(w->world_size) + ")",
+                            {.stage = "with_options"});
     }
   }
 
@@ -68,12 +76,38 @@ class WithOptionsDataset : public detail::UnaryStageBase<WithOptionsDataset<Inpu
                 .count();
       }
     }
-    return this->input_iterator(inner);
+    if (options_.auto_shard && options_.auto_shard->world_size > 1) {
+      inner.auto_shard =
+          std::make_shared<detail::AutoShard>(detail::AutoShard{.world = *options_.auto_shard});
+    }
+    auto it = this->input_iterator(inner);
+    if (inner.auto_shard && inner.auto_shard->decision == detail::AutoShard::undecided) {
+      throw InvalidArgument(
+          "with_options: auto_shard found no file source below it (list_files, tfrecord, "
+          "text_lines, csv, fixed_length_records) to shard; shard the pipeline with "
+          ".shard(world) instead",
+          {.stage = "with_options"});
+    }
+    return it;
   }
 
-  /// The input's (its description is the pipeline's fingerprint; options
-  /// are not).
-  std::int64_t cardinality() const { return this->input_cardinality(); }
+  /// The rank and world of auto_shard, if set (a rank's state restores
+  /// only into that rank); no other option changes what a state holds.
+  void fingerprint(Fingerprint& fp) const {
+    if (const auto& w = options_.auto_shard) {
+      fp.add("auto_shard")
+          .add(static_cast<std::uint64_t>(w->world_size))
+          .add(static_cast<std::uint64_t>(w->rank));
+    }
+  }
+
+  /// The input's (its description is the pipeline's fingerprint).
+  std::int64_t cardinality() const {
+    if (options_.auto_shard && options_.auto_shard->world_size > 1) {
+      return unknown_cardinality;  // decided when iterated
+    }
+    return this->input_cardinality();
+  }
 
  private:
   PipelineOptions options_;
