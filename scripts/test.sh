@@ -9,7 +9,8 @@
 #                              with clang++ at -O0 (so CI's clang build is this one)
 #   scripts/test.sh tsan       ThreadSanitizer, on the concurrent code's tests
 #                              (labels "concurrency": async stages, runtime, loaders;
-#                              and "remote": the HTTP/S3 client's I/O threads)
+#                              "remote": the HTTP/S3 client's I/O threads; and
+#                              "distributed": elastic restores of async pipelines)
 #   scripts/test.sh clang      release build with clang++ (tests and examples)
 #
 # Only release also checks that every header compiles on its own and runs
@@ -64,11 +65,12 @@ case "$config" in
   tsan)
     cmake_args+=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DINGEST_SANITIZE=thread -DINGEST_BUILD_BENCH=OFF
                  -DINGEST_CHECK_HEADERS=OFF -DINGEST_BUILD_EXAMPLES=OFF)
-    # The concurrent code: async stages, runtime, autotuner, loaders, and the
-    # remote storage part's I/O threads (its tests start nginx and SeaweedFS).
+    # The concurrent code: async stages, runtime, autotuner, loaders, the
+    # remote storage part's I/O threads (its tests start nginx and SeaweedFS),
+    # and the elastic restores of pipelines with a prefetch and a parallel map.
     build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests
-                   checkpoint_crash_tests checkpoint_crash_child)
-    ctest_args+=(-L "concurrency|remote")
+                   checkpoint_crash_tests checkpoint_crash_child distributed_tests)
+    ctest_args+=(-L "concurrency|remote|distributed")
     # Two single-threaded property tests of the kept shuffle buffer (runtime/
     # serialized_buffer.hpp) took 85 s and 55 s under TSan for nothing it
     # can find; ASan and release run them. Its test of chunks let go on
