@@ -14,6 +14,9 @@ namespace ingest::bench {
 
 struct Config {
   bool smoke = false;  ///< CI-sized data: run fast, prove the binary works
+  /// The whole command line (argv[0] first), for a binary with a second role
+  /// (W10's ranks, started by mpirun with their own flags).
+  std::vector<std::string> args{};
 };
 
 /// Defined by each benchmark binary: registers its benchmarks.

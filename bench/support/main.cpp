@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   ingest::bench::Config config;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
+    config.args.emplace_back(argv[i]);
     if (std::strcmp(argv[i], "--smoke") == 0) {
       config.smoke = true;
     } else {
