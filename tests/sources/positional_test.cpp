@@ -16,12 +16,12 @@
 
 using namespace ingest;
 using namespace ingest::testing;
-using V = std::vector<std::int64_t>;
+using Ints = std::vector<std::int64_t>;
 using distributed::World;
 
 namespace {
 
-V sorted(V v) {
+Ints sorted_ints(Ints v) {
   std::sort(v.begin(), v.end());
   return v;
 }
@@ -30,31 +30,31 @@ V sorted(V v) {
 
 TEST_CASE("range(n).global_shuffle visits every element once, in a seeded order",
           "[sources][positional]") {
-  const V a = collect(range(100).global_shuffle({.seed = 7}));
-  CHECK(sorted(a) == iota(0, 100));
+  const Ints a = collect(range(100).global_shuffle({.seed = 7}));
+  CHECK(sorted_ints(a) == iota(0, 100));
   CHECK(a != iota(0, 100));
   CHECK(collect(range(100).global_shuffle({.seed = 7})) == a);
   CHECK(collect(range(100).global_shuffle({.seed = 8})) != a);
   // A new order each pass, the same one without reshuffling.
-  const V two = collect(range(50).global_shuffle({.seed = 1}).repeat(2));
+  const Ints two = collect(range(50).global_shuffle({.seed = 1}).repeat(2));
   REQUIRE(two.size() == 100);
-  CHECK(V(two.begin(), two.begin() + 50) != V(two.begin() + 50, two.end()));
-  const V same =
+  CHECK(Ints(two.begin(), two.begin() + 50) != Ints(two.begin() + 50, two.end()));
+  const Ints same =
       collect(range(50).global_shuffle({.seed = 1, .reshuffle_each_iteration = false}).repeat(2));
-  CHECK(V(same.begin(), same.begin() + 50) == V(same.begin() + 50, same.end()));
+  CHECK(Ints(same.begin(), same.begin() + 50) == Ints(same.begin() + 50, same.end()));
   CHECK(collect(range(3, 30, 3).global_shuffle({.seed = 2})).size() == 9);
-  CHECK(sorted(collect(range(3, 30, 3).global_shuffle({.seed = 2}))) == collect(range(3, 30, 3)));
+  CHECK(sorted_ints(collect(range(3, 30, 3).global_shuffle({.seed = 2}))) == collect(range(3, 30, 3)));
   CHECK(collect(range(0).global_shuffle()).empty());
-  CHECK(collect(range(1).global_shuffle()) == V{0});
+  CHECK(collect(range(1).global_shuffle()) == Ints{0});
 }
 
 TEST_CASE("shard(world) on a random-access source deals the pass to the ranks",
           "[sources][positional]") {
   CHECK(collect(range(10).shard(World{.rank = 1, .world_size = 3},
-                                {.remainder = Remainder::uneven})) == V{1, 4, 7});
+                                {.remainder = Remainder::uneven})) == Ints{1, 4, 7});
   CHECK(collect(range(10).shard(World{.rank = 0, .world_size = 3},
-                                {.remainder = Remainder::uneven})) == V{0, 3, 6, 9});
-  CHECK(collect(range(10).shard(World{.rank = 0, .world_size = 3})) == V{0, 3, 6});  // drop
+                                {.remainder = Remainder::uneven})) == Ints{0, 3, 6, 9});
+  CHECK(collect(range(10).shard(World{.rank = 0, .world_size = 3})) == Ints{0, 3, 6});  // drop
   CHECK(range(10).shard(World{.rank = 0, .world_size = 3}).cardinality() == 3);
   CHECK(range(10)
             .shard(World{.rank = 0, .world_size = 3}, {.remainder = Remainder::uneven})
@@ -82,7 +82,7 @@ TEST_CASE("shard_padded marks the repeats, and batch carries the marks as a bool
     CHECK(got.size() == 3);
     all.insert(all.end(), got.begin(), got.end());
   }
-  V valid;
+  Ints valid;
   int repeats = 0;
   for (auto [x, ok] : all) {
     if (ok) {
@@ -91,7 +91,7 @@ TEST_CASE("shard_padded marks the repeats, and batch carries the marks as a bool
       ++repeats;
     }
   }
-  CHECK(sorted(valid) == iota(0, 10));
+  CHECK(sorted_ints(valid) == iota(0, 10));
   CHECK(repeats == 2);
 
   auto batches = collect(range(5).shard_padded(World{.rank = 1, .world_size = 2}).batch(2));
@@ -128,5 +128,5 @@ TEST_CASE("global_shuffle and shard(world) refuse what they cannot do", "[source
                     Catch::Contains("shard_padded"));
   CHECK_THROWS_WITH(range(10).shard(World{.rank = 2, .world_size = 2}),
                     Catch::Contains("rank 2 is outside [0, 2)"));
-  CHECK_THROWS_AS(from_vector(V{1, 2}).shard(World{.rank = -1, .world_size = 2}), InvalidArgument);
+  CHECK_THROWS_AS(from_vector(Ints{1, 2}).shard(World{.rank = -1, .world_size = 2}), InvalidArgument);
 }
