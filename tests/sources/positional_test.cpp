@@ -43,7 +43,8 @@ TEST_CASE("range(n).global_shuffle visits every element once, in a seeded order"
       collect(range(50).global_shuffle({.seed = 1, .reshuffle_each_iteration = false}).repeat(2));
   CHECK(Ints(same.begin(), same.begin() + 50) == Ints(same.begin() + 50, same.end()));
   CHECK(collect(range(3, 30, 3).global_shuffle({.seed = 2})).size() == 9);
-  CHECK(sorted_ints(collect(range(3, 30, 3).global_shuffle({.seed = 2}))) == collect(range(3, 30, 3)));
+  CHECK(sorted_ints(collect(range(3, 30, 3).global_shuffle({.seed = 2}))) ==
+        collect(range(3, 30, 3)));
   CHECK(collect(range(0).global_shuffle()).empty());
   CHECK(collect(range(1).global_shuffle()) == Ints{0});
 }
@@ -128,5 +129,6 @@ TEST_CASE("global_shuffle and shard(world) refuse what they cannot do", "[source
                     Catch::Contains("shard_padded"));
   CHECK_THROWS_WITH(range(10).shard(World{.rank = 2, .world_size = 2}),
                     Catch::Contains("rank 2 is outside [0, 2)"));
-  CHECK_THROWS_AS(from_vector(Ints{1, 2}).shard(World{.rank = -1, .world_size = 2}), InvalidArgument);
+  CHECK_THROWS_AS(from_vector(Ints{1, 2}).shard(World{.rank = -1, .world_size = 2}),
+                  InvalidArgument);
 }
