@@ -232,6 +232,8 @@ class PassOrder {
   /// Whether read `k` is its rank's own (false: a pad's repeat).
   bool valid(std::uint64_t k) const noexcept { return !deal_ || deal_->valid(k); }
   const std::optional<Deal>& deal() const noexcept { return deal_; }
+  /// Whether the reads jump around the pass (a global shuffle).
+  bool shuffled() const noexcept { return permutation_.has_value(); }
 
  private:
   std::uint64_t n_ = 0;
