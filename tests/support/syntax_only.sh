@@ -4,8 +4,10 @@
 # own if it parses and its templates instantiate; code generation would
 # only cost time), then leaves an empty object file where -o said, so the
 # build tool sees the step done and does not repeat it. The command may
-# start with a launcher (ccache), which then caches the check.
+# start with a launcher (ccache), which then caches the check, or with an
+# empty argument where the build has none (INGEST_CCACHE=0).
 set -e
+if [ $# -gt 0 ] && [ -z "$1" ]; then shift; fi
 out=
 prev=
 for arg in "$@"; do
