@@ -8,8 +8,9 @@
 //                        and prefetch autotuned; one epoch per iteration
 //   W10/ranks_4          indexed_tfrecord -> global_shuffle -> shard(world,
 //                        drop) -> the same decode -> batch(256) -> prefetch,
-//                        in each of 4 processes. One launch per run: this
-//                        binary runs `mpirun --oversubscribe --bind-to none
+//                        in each of 4 processes, each with its share of the
+//                        cores (with_options threads = cores / local ranks). One launch per run:
+//                        this binary runs `mpirun --oversubscribe --bind-to none
 //                        --mca btl self,vader -np 4 <itself> --rank-worker
 //                        <dir> <epochs>` (posix_spawn, no shell). Each rank
 //                        reads its rank from mpirun's variables
@@ -96,10 +97,15 @@ const ingest::IndexedTFRecordDataset& local_order() {
 // W10 as rank `world` builds it: its deal of the global order, then W3's
 // decode, batch and prefetch.
 auto rank_pipeline(const ingest::IndexedTFRecordDataset& order, const World& world) {
+  // The node's cores shared by its ranks (docs/distributed.md).
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads =
+      std::max<std::size_t>(1, cores / static_cast<std::size_t>(world.local_world_size));
   return order.shard(world, {.remainder = ingest::Remainder::drop})
       .map(Decode{}, {.parallelism = ingest::autotune})
       .batch(batch_size)
-      .prefetch(ingest::autotune);
+      .prefetch(ingest::autotune)
+      .with_options({.threads = threads});
 }
 
 // The reference: one process, the files in order, the same stages.
