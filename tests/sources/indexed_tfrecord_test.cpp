@@ -334,11 +334,13 @@ TEST_CASE("indexed_tfrecord: with reads planned ahead, an error belongs to its o
   }
 }
 
-TEST_CASE("a global shuffle reads mapped files and read ones alike", "[sources][indexed_tfrecord]") {
+TEST_CASE("a global shuffle reads mapped files and read ones alike",
+          "[sources][indexed_tfrecord]") {
   ThreeFiles f;
   const auto index = build_tfrecord_index(f.paths);
   const V mapped = collect(indexed_tfrecord(index).global_shuffle({.seed = 3}));
-  const V read = collect(indexed_tfrecord(index, {.memory_map = false}).global_shuffle({.seed = 3}));
+  const V read =
+      collect(indexed_tfrecord(index, {.memory_map = false}).global_shuffle({.seed = 3}));
   CHECK(mapped == read);
   CHECK(sorted(mapped) == sorted(f.all()));
 }
