@@ -471,6 +471,18 @@ TEST_CASE("an outer launcher's own rank and size do not conflict with the inner 
   }
 }
 
+TEST_CASE("two launchers whose sizes cannot nest disagree, and the error names both",
+          "[distributed][world][nested]") {
+  // Open MPI says 4 ranks, an srun step 3 tasks: neither runs inside the other.
+  const LauncherEnv env{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                        {"SLURM_PROCID", "1"},         {"SLURM_STEP_NUM_TASKS", "3"},
+                        {"SLURM_LOCALID", "1"},        {"SLURM_STEP_TASKS_PER_NODE", "3"}};
+  CHECK_THROWS_AS(distributed::world(), InvalidArgument);
+  CHECK_THROWS_WITH(distributed::world(), Catch::Contains("launchers disagree") &&
+                                              Catch::Contains("OMPI_COMM_WORLD_SIZE=4") &&
+                                              Catch::Contains("SLURM_STEP_NUM_TASKS=3"));
+}
+
 TEST_CASE("an inner launcher without local variables takes an agreeing outer one's",
           "[distributed][world][nested]") {
   LauncherEnv env{{"SLURM_PROCID", "5"},

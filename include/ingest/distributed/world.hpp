@@ -24,9 +24,9 @@
 // agent it started, not this process: under `srun -N2 torchrun
 // --nproc-per-node 4` SLURM says 2 tasks and torchrun 8 ranks, both truly,
 // and torchrun numbers its nodes in rendezvous order, not by SLURM_PROCID. So
-// an outer launcher never overrides or contradicts the inner one, whatever
-// its rank and size; it only lends its local variables to an inner one that
-// has none when both report the same rank and size (srun --mpi=pmi2 sets
+// an outer launcher never overrides the inner one, whatever its rank; it
+// only lends its local variables to an inner one that has none when both
+// report the same rank and size (srun --mpi=pmi2 sets
 // PMI_RANK and PMI_SIZE but not Hydra's MPI_LOCALRANKID; `RANK=$SLURM_PROCID
 // WORLD_SIZE=$SLURM_NTASKS python train.py` under srun).
 //
@@ -40,7 +40,10 @@
 // negative or out of int's range; a rank or local rank outside its size;
 // a size below 1; a local size above the world size; a rank variable without
 // its size variable or the reverse; a SLURM task list that is malformed or
-// does not add up to the step's tasks. Only the variables above are read, and
+// does not add up to the step's tasks; two launchers that disagree (both
+// above one process, and the inner one's size not a multiple of the outer
+// one's: they cannot be one inside the other). Only the variables above are
+// read, and
 // a malformed one fails world() even when it belongs to an outer launcher.
 // world() reads the environment on every call (std::getenv): call it where
 // nothing modifies the environment at the same time.
@@ -339,6 +342,22 @@ inline World world() {
       detail::read_slurm()};
   for (std::size_t i = 0; i < std::size(views); ++i) {
     if (!views[i]) continue;
+    // An outer launcher starts the same number of the inner one's ranks in
+    // each of its tasks: sizes that do not divide are two launchers that
+    // disagree, not one inside the other.
+    for (std::size_t j = i + 1; j < std::size(views); ++j) {
+      const auto& outer = views[j];
+      if (outer && outer->world.world_size > 1 && views[i]->world.world_size > 1 &&
+          views[i]->world.world_size % outer->world.world_size != 0) {
+        throw InvalidArgument("distributed: the launchers disagree: " + views[i]->labels.rank +
+                                  ", " + views[i]->labels.world_size + " (" +
+                                  views[i]->world.launcher + ") against " + outer->labels.rank +
+                                  ", " + outer->labels.world_size + " (" + outer->world.launcher +
+                                  "); a launcher inside another runs a multiple of its "
+                                  "tasks. Pass a World by hand to say which is right",
+                              {.stage = "distributed"});
+      }
+    }
     World w = std::move(views[i]->world);
     if (!views[i]->has_local) {
       // An outer launcher that reports the same rank and size started this
