@@ -39,7 +39,9 @@ class Allocator {
   virtual void* allocate(std::size_t bytes) = 0;
   /// Returns memory from allocate(bytes) with the same `bytes`.
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+  /// Where the memory from allocate() lives; host unless overridden.
   virtual MemoryKind memory_kind() const noexcept { return MemoryKind::host; }
+  /// Whether the host can read and write the memory (not device memory).
   bool host_accessible() const noexcept { return memory_kind() != MemoryKind::device; }
 };
 
@@ -72,12 +74,15 @@ struct PoolStats {
 /// Thread-safe; one mutex guards the shared free lists.
 class PoolAllocator : public Allocator {
  public:
+  /// A PoolAllocator's limits.
   struct Options {
     /// Free bytes kept for reuse; beyond this, freed blocks go back upstream.
     std::size_t max_cached_bytes = std::size_t{1} << 30;
   };
 
+  /// Pools blocks from `upstream` with the default Options.
   explicit PoolAllocator(Allocator& upstream) : PoolAllocator(upstream, Options{}) {}
+  /// Pools blocks from `upstream`, which must outlive the pool.
   PoolAllocator(Allocator& upstream, Options options) : upstream_(upstream), options_(options) {}
   PoolAllocator(const PoolAllocator&) = delete;
   PoolAllocator& operator=(const PoolAllocator&) = delete;
@@ -116,6 +121,7 @@ class PoolAllocator : public Allocator {
     upstream_deallocate(p, class_bytes(cls));
   }
 
+  /// Where the memory lives: upstream's kind.
   MemoryKind memory_kind() const noexcept override { return upstream_.memory_kind(); }
 
   /// Returns every cached block to upstream.
@@ -131,6 +137,7 @@ class PoolAllocator : public Allocator {
     }
   }
 
+  /// The pool's counters (a consistent snapshot).
   PoolStats stats() const {
     std::lock_guard lock(mu_);
     return {bytes_cached_, bytes_from_upstream_.load(std::memory_order_relaxed),
@@ -139,6 +146,8 @@ class PoolAllocator : public Allocator {
 
   /// Size classes: 2^k * {1, 1.25, 1.5, 1.75} for k = 6..30, then 2^31.
   static constexpr std::size_t num_classes = (30 - 6) * 4 + 1;
+  /// The size class of a `bytes`-byte request; num_classes for a request larger
+  /// than 1 GiB (served by upstream directly).
   static constexpr std::size_t size_class(std::size_t bytes) noexcept {
     if (bytes <= 64) return 0;
     if (bytes > (std::size_t{1} << 30)) return num_classes;
@@ -147,13 +156,14 @@ class PoolAllocator : public Allocator {
     const std::size_t j = (bytes - (std::size_t{1} << k) + step - 1) / step;  // 1..4
     return (k - 6) * 4 + j;
   }
+  /// The block size of size class `cls`.
   static constexpr std::size_t class_bytes(std::size_t cls) noexcept {
     const std::size_t k = cls / 4 + 6;
     return (std::size_t{1} << k) + (cls % 4) * (std::size_t{1} << (k - 2));
   }
 
  protected:
-  // Moves up to `n` cached blocks of class `cls` into `out`; returns how many.
+  /// Moves up to `n` cached blocks of class `cls` into `out`; returns how many.
   std::size_t take_cached(std::size_t cls, void** out, std::size_t n) {
     std::lock_guard lock(mu_);
     auto& list = free_[cls];
@@ -163,7 +173,7 @@ class PoolAllocator : public Allocator {
     bytes_cached_ -= k * class_bytes(cls);
     return k;
   }
-  // Caches `n` blocks of class `cls` (or frees those beyond the budget).
+  /// Caches `n` blocks of class `cls` (or frees those beyond the budget).
   void give_cached(std::size_t cls, void* const* blocks, std::size_t n) noexcept {
     std::size_t kept = 0;
     {
@@ -178,12 +188,14 @@ class PoolAllocator : public Allocator {
     }
     for (std::size_t i = kept; i < n; ++i) upstream_deallocate(blocks[i], class_bytes(cls));
   }
+  /// Allocates `bytes` from upstream and counts them.
   void* upstream_allocate(std::size_t bytes) {
     void* p = upstream_.allocate(bytes);
     bytes_from_upstream_.fetch_add(bytes, std::memory_order_relaxed);
     upstream_allocations_.fetch_add(1, std::memory_order_relaxed);
     return p;
   }
+  /// Returns a block to upstream and uncounts it.
   void upstream_deallocate(void* p, std::size_t bytes) noexcept {
     bytes_from_upstream_.fetch_sub(bytes, std::memory_order_relaxed);
     upstream_.deallocate(p, bytes);

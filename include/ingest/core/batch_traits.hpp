@@ -63,11 +63,16 @@ inline void check_batch_bytes(std::size_t capacity, std::size_t element_bytes) {
 /// shape differing from the other elements').
 template <class T>
 struct batch_traits {
+  /// The batch: a std::vector of the elements, in slot order.
   using batch_type = std::vector<T>;
+  /// Collects the elements of one batch into their slots.
   class builder {
    public:
+    /// Prepares `spec.capacity` empty slots.
     explicit builder(const BatchSpec& spec) : slots_(spec.capacity) {}
+    /// Moves `value` into `slot`; distinct slots may be set concurrently.
     void set(std::size_t slot, T&& value) { slots_[slot].emplace(std::move(value)); }
+    /// The batch of slots [0, `count`), all of which have been set.
     batch_type finish(std::size_t count) && {
       batch_type out;
       out.reserve(count);
@@ -83,17 +88,24 @@ struct batch_traits {
 /// Arithmetic scalars stack into a rank-1 Tensor.
 template <TensorElement T>
 struct batch_traits<T> {
+  /// The batch: a rank-1 Tensor of the scalars' dtype.
   using batch_type = Tensor;
+  /// Writes the scalars straight into one Tensor from the batch allocator.
   class builder {
    public:
+    /// Allocates the `spec.capacity`-element Tensor; InvalidArgument if it would
+    /// exceed max_tensor_bytes.
     explicit builder(const BatchSpec& spec)
         : tensor_((detail::check_batch_bytes(spec.capacity, sizeof(T)), dtype_of_v<T>),
                   Shape{static_cast<std::int64_t>(spec.capacity)}, *spec.allocator),
           data_(tensor_.data<T>()),
           capacity_(spec.capacity) {}
+    /// Writes `value` into `slot`; distinct slots may be set concurrently.
     void set(std::size_t slot, T value) noexcept { data_[slot] = value; }
     /// The batch buffer itself, for stages that fill it in bulk.
     std::span<T> slots() noexcept { return {data_, capacity_}; }
+    /// The batch of slots [0, `count`): the whole Tensor, or a view of its first
+    /// `count` rows (a short last batch).
     Tensor finish(std::size_t count) && {
       if (count == capacity_) return std::move(tensor_);
       return tensor_.narrow(0, static_cast<std::int64_t>(count));
@@ -109,13 +121,20 @@ struct batch_traits<T> {
 /// Tensors of equal dtype and shape stack into a Tensor with a leading batch dimension.
 template <>
 struct batch_traits<Tensor> {
+  /// The batch: one Tensor with a leading dimension of the batch size.
   using batch_type = Tensor;
+  /// Copies each element's bytes into one Tensor, allocated when the first
+  /// element fixes the dtype and shape.
   class builder {
    public:
+    /// Remembers `spec`; nothing is allocated before the first element.
     explicit builder(const BatchSpec& spec) : spec_(spec) {}
     builder(const builder&) = delete;
     builder& operator=(const builder&) = delete;
 
+    /// Copies `value` into `slot` (thread-safe for distinct slots). Throws
+    /// InvalidArgument if its dtype or shape differs from the first element's, or
+    /// if it lives on the device.
     void set(std::size_t slot, Tensor&& value) {
       std::byte* to = prepare(slot, value.dtype(), value.shape(), value.nbytes());
       if (!value.defined()) return;
@@ -135,6 +154,8 @@ struct batch_traits<Tensor> {
                      detail::checked_byte_size(shape, dtype_size(dtype), "batch element"));
     }
 
+    /// The batch of slots [0, `count`) (a view of the first `count` rows when
+    /// short). Throws InvalidArgument if no element was set.
     Tensor finish(std::size_t count) && {
       if (state_.load(std::memory_order_acquire) != ready) {
         throw InvalidArgument("batch: finish() before any element was set");
@@ -212,13 +233,19 @@ void set_fields(Builders& parts, std::size_t slot, Value&& v, std::index_sequenc
 /// Tuples stack field by field into a tuple of batches.
 template <class... Ts>
 struct batch_traits<std::tuple<Ts...>> {
+  /// The batch: a tuple of each field's batch.
   using batch_type = std::tuple<typename batch_traits<Ts>::batch_type...>;
+  /// Builds one batch per field.
   class builder {
    public:
+    /// Makes one field builder per field, each with `spec`.
     explicit builder(const BatchSpec& spec) : parts_(((void)sizeof(Ts), spec)...) {}
+    /// Sets each field of `value` into its field's `slot`; an InvalidArgument names
+    /// the field.
     void set(std::size_t slot, std::tuple<Ts...>&& value) {
       detail::set_fields(parts_, slot, std::move(value), std::index_sequence_for<Ts...>{});
     }
+    /// The tuple of the fields' batches of `count` rows.
     batch_type finish(std::size_t count) && {
       return detail::finish_fields<batch_type>(parts_, count, std::index_sequence_for<Ts...>{});
     }
@@ -231,14 +258,20 @@ struct batch_traits<std::tuple<Ts...>> {
 /// Pairs stack field by field into a pair of batches.
 template <class A, class B>
 struct batch_traits<std::pair<A, B>> {
+  /// The batch: a pair of the two fields' batches.
   using batch_type =
       std::pair<typename batch_traits<A>::batch_type, typename batch_traits<B>::batch_type>;
+  /// Builds one batch per field.
   class builder {
    public:
+    /// Makes the two field builders, each with `spec`.
     explicit builder(const BatchSpec& spec) : parts_(spec, spec) {}
+    /// Sets `value.first` and `value.second` into their fields' `slot`; an
+    /// InvalidArgument names the field.
     void set(std::size_t slot, std::pair<A, B>&& value) {
       detail::set_fields(parts_, slot, std::move(value), std::make_index_sequence<2>{});
     }
+    /// The pair of the fields' batches of `count` rows.
     batch_type finish(std::size_t count) && {
       return detail::finish_fields<batch_type>(parts_, count, std::make_index_sequence<2>{});
     }
@@ -248,6 +281,7 @@ struct batch_traits<std::pair<A, B>> {
   };
 };
 
+/// The batch type that batch() makes of elements of type T.
 template <class T>
 using batch_t = typename batch_traits<T>::batch_type;
 
@@ -265,22 +299,30 @@ concept bulk_builder = requires(B& b) {
 template <class B>
 struct unbatch_traits;
 
+/// A Tensor splits along its first dimension into views of its rows.
 template <>
 struct unbatch_traits<Tensor> {
+  /// An element: one row of the batch.
   using element_type = Tensor;
+  /// The rows of `t`; InvalidArgument for a scalar (no batch dimension).
   static std::size_t size(const Tensor& t) {
     if (t.rank() == 0) {
       throw InvalidArgument("unbatch: a scalar tensor has no batch dimension");
     }
     return static_cast<std::size_t>(t.dim(0));
   }
+  /// Row `i` of `t`, a view sharing its storage.
   static Tensor get(Tensor& t, std::size_t i) { return t.slice(static_cast<std::int64_t>(i)); }
 };
 
+/// A vector splits into its elements.
 template <class T, class A>
 struct unbatch_traits<std::vector<T, A>> {
+  /// An element: one entry of the vector.
   using element_type = T;
+  /// The number of elements of `v`.
   static std::size_t size(const std::vector<T, A>& v) { return v.size(); }
+  /// Moves element `i` out of `v`.
   static T get(std::vector<T, A>& v, std::size_t i) { return std::move(v[i]); }
 };
 
@@ -299,12 +341,16 @@ std::size_t common_size(const Tuple& t, std::index_sequence<I...>) {
 }
 }  // namespace detail
 
+/// A tuple of batches splits field by field into tuples.
 template <class... Bs>
 struct unbatch_traits<std::tuple<Bs...>> {
+  /// An element: a tuple of one row of each field.
   using element_type = std::tuple<typename unbatch_traits<Bs>::element_type...>;
+  /// The rows of the batch; InvalidArgument if the fields' sizes differ.
   static std::size_t size(const std::tuple<Bs...>& b) {
     return detail::common_size(b, std::index_sequence_for<Bs...>{});
   }
+  /// Row `i` of each field, as a tuple (moved out of the batch where it can be).
   static element_type get(std::tuple<Bs...>& b, std::size_t i) {
     return std::apply(
         [i](auto&... f) {
@@ -314,13 +360,17 @@ struct unbatch_traits<std::tuple<Bs...>> {
   }
 };
 
+/// A pair of batches splits field by field into pairs.
 template <class A, class B>
 struct unbatch_traits<std::pair<A, B>> {
+  /// An element: a pair of one row of each field.
   using element_type =
       std::pair<typename unbatch_traits<A>::element_type, typename unbatch_traits<B>::element_type>;
+  /// The rows of the batch; InvalidArgument if the two fields' sizes differ.
   static std::size_t size(const std::pair<A, B>& b) {
     return detail::common_size(b, std::make_index_sequence<2>{});
   }
+  /// Row `i` of each field, as a pair (moved out of the batch where it can be).
   static element_type get(std::pair<A, B>& b, std::size_t i) {
     return element_type(unbatch_traits<A>::get(b.first, i), unbatch_traits<B>::get(b.second, i));
   }
@@ -341,18 +391,24 @@ struct unbatch_traits<std::pair<A, B>> {
 ///     };
 template <class T>
 struct loader_fields : std::false_type {};
+/// A Tensor batch is one field.
 template <>
 struct loader_fields<Tensor> : std::true_type {
+  /// Appends `t` to `out` as one field.
   static void split(Tensor&& t, std::vector<Tensor>& out) { out.push_back(std::move(t)); }
 };
+/// A tuple of Tensors is one field per member, in order.
 template <class... Ts>
 requires(std::same_as<Ts, Tensor>&&...) struct loader_fields<std::tuple<Ts...>> : std::true_type {
+  /// Appends each member of `t` to `out`, in order.
   static void split(std::tuple<Ts...>&& t, std::vector<Tensor>& out) {
     std::apply([&out](auto&... f) { (out.push_back(std::move(f)), ...); }, t);
   }
 };
+/// A pair of Tensors is two fields: first, then second.
 template <>
 struct loader_fields<std::pair<Tensor, Tensor>> : std::true_type {
+  /// Appends `t.first`, then `t.second`, to `out`.
   static void split(std::pair<Tensor, Tensor>&& t, std::vector<Tensor>& out) {
     out.push_back(std::move(t.first));
     out.push_back(std::move(t.second));
@@ -363,9 +419,9 @@ struct loader_fields<std::pair<Tensor, Tensor>> : std::true_type {
 /// dimension (rebatch's pieces).
 template <class B>
 struct RowRange {
-  B* batch = nullptr;
-  std::size_t start = 0;
-  std::size_t count = 0;
+  B* batch = nullptr;     ///< the batch the rows are taken from
+  std::size_t start = 0;  ///< the first row
+  std::size_t count = 0;  ///< the number of rows
 };
 
 /// How batches are cut and joined along their first dimension (rebatch). A
@@ -383,8 +439,10 @@ struct RowRange {
 template <class B>
 struct rebatch_traits;
 
+/// A Tensor is cut and joined along its first dimension.
 template <>
 struct rebatch_traits<Tensor> {
+  /// The rows of `t`; InvalidArgument for a scalar (no batch dimension).
   static std::size_t rows(const Tensor& t) {
     if (t.rank() == 0) {
       throw InvalidArgument("a scalar tensor has no batch dimension to split (batch it first)");
@@ -392,6 +450,10 @@ struct rebatch_traits<Tensor> {
     return static_cast<std::size_t>(t.dim(0));
   }
 
+  /// The rows of the `n` pieces as one Tensor of `total` rows: a view of the
+  /// input when one piece is all there is, else a copy into a new Tensor from
+  /// `allocator`. InvalidArgument if the pieces' dtypes or row shapes differ, or
+  /// if one lives on the device.
   template <class At>
   static Tensor join(std::size_t n, At at, std::size_t total, Allocator& allocator) {
     const RowRange<Tensor> first = at(0);
@@ -429,15 +491,20 @@ struct rebatch_traits<Tensor> {
     return out;
   }
 
+  /// A Tensor of no rows with `t`'s dtype and row shape.
   static Tensor empty_like(const Tensor& t) {
     return Tensor(t.dtype(), t.shape().drop_front().prepend(0));
   }
 };
 
+/// A vector is cut and joined element by element.
 template <class T, class A>
 struct rebatch_traits<std::vector<T, A>> {
+  /// The number of elements of `v`.
   static std::size_t rows(const std::vector<T, A>& v) { return v.size(); }
 
+  /// The elements of the `n` pieces moved into one vector of `total` elements
+  /// (the input itself when one whole piece is all there is).
   template <class At>
   static std::vector<T, A> join(std::size_t n, At at, std::size_t total, Allocator&) {
     const RowRange<std::vector<T, A>> first = at(0);
@@ -455,6 +522,7 @@ struct rebatch_traits<std::vector<T, A>> {
     return out;
   }
 
+  /// An empty vector with `v`'s allocator.
   static std::vector<T, A> empty_like(const std::vector<T, A>& v) {
     return std::vector<T, A>(v.get_allocator());
   }
@@ -504,29 +572,38 @@ B join_fields(std::size_t n, At& at, std::size_t total, Allocator& allocator,
 /// have equal numbers of rows.
 template <class... Bs>
 struct rebatch_traits<std::tuple<Bs...>> {
+  /// The batch type.
   using B = std::tuple<Bs...>;
+  /// The rows of the batch; InvalidArgument if the fields' row counts differ.
   static std::size_t rows(const B& b) {
     return detail::common_rows(b, std::index_sequence_for<Bs...>{});
   }
+  /// Joins the pieces field by field; an InvalidArgument names the field.
   template <class At>
   static B join(std::size_t n, At at, std::size_t total, Allocator& allocator) {
     return detail::join_fields<B>(n, at, total, allocator, std::index_sequence_for<Bs...>{});
   }
+  /// A batch of no rows, field by field.
   static B empty_like(const B& b) {
     return std::apply([](const auto&... f) { return B(rebatch_traits<Bs>::empty_like(f)...); }, b);
   }
 };
 
+/// Pairs are cut and joined field by field, as tuples are.
 template <class X, class Y>
 struct rebatch_traits<std::pair<X, Y>> {
+  /// The batch type.
   using B = std::pair<X, Y>;
+  /// The rows of the batch; InvalidArgument if the two fields' row counts differ.
   static std::size_t rows(const B& b) {
     return detail::common_rows(b, std::make_index_sequence<2>{});
   }
+  /// Joins the pieces field by field; an InvalidArgument names the field.
   template <class At>
   static B join(std::size_t n, At at, std::size_t total, Allocator& allocator) {
     return detail::join_fields<B>(n, at, total, allocator, std::make_index_sequence<2>{});
   }
+  /// A batch of no rows, field by field.
   static B empty_like(const B& b) {
     return B(rebatch_traits<X>::empty_like(b.first), rebatch_traits<Y>::empty_like(b.second));
   }

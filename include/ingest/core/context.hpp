@@ -41,6 +41,7 @@ class CancellationToken {
  public:
   CancellationToken() = default;
 
+  /// Whether this token's source, or a parent's, was asked to stop.
   bool stop_requested() const noexcept {
     for (const State* s = state_.get(); s != nullptr; s = s->parent.get()) {
       if (s->stopped.load(std::memory_order_relaxed)) return true;
@@ -62,17 +63,21 @@ class CancellationToken {
 /// Owns a stop flag; its tokens also report a stop of `parent`.
 class CancellationSource {
  public:
+  /// A source with no parent.
   CancellationSource() : CancellationSource(CancellationToken{}) {}
+  /// A source whose tokens also report a stop of `parent`.
   explicit CancellationSource(const CancellationToken& parent)
       : state_(std::make_shared<CancellationToken::State>()) {
     state_->parent = parent.state_;
   }
 
+  /// A token that reports this source's stop (and its parent's).
   CancellationToken token() const { return CancellationToken(state_); }
   /// A moved-from source stops nothing.
   void request_stop() noexcept {
     if (state_) state_->stopped.store(true, std::memory_order_relaxed);
   }
+  /// Whether this source, or its parent, was asked to stop.
   bool stop_requested() const noexcept { return CancellationToken(state_).stop_requested(); }
 
  private:
@@ -147,6 +152,9 @@ struct AutoShard {
 };
 }  // namespace detail
 
+/// What a dataset's make_iterator receives: the runtime, the allocator, the
+/// pipeline's model and the pass's cancellation and epoch. Stages pass it
+/// down to their input, adjusted (cancellable_by, for_repeat_pass).
 struct IteratorContext {
   /// The runtime of async stages; null means default_runtime().
   std::shared_ptr<Runtime> runtime{};

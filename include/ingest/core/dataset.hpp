@@ -217,9 +217,14 @@ template <class D>
 auto make_pipeline_iterator(const D& d, const IteratorState& state);
 }  // namespace detail
 
+/// The operations every dataset has (map, filter, batch, shuffle, prefetch,
+/// iterator(), ...), shared through CRTP: `Derived` is the dataset class and
+/// `T` its element type. Datasets are immutable and cheap to copy; each
+/// operation returns a new dataset that holds a copy of this one.
 template <class Derived, class T>
 class DatasetBase {
  public:
+  /// The type of the elements a pass produces.
   using element_type = T;
 
   /// Starts a pass over the dataset.
@@ -240,6 +245,7 @@ class DatasetBase {
   std::int64_t cardinality() const { return unknown_cardinality; }
   /// A range-for over one pass: `for (auto&& x : ds)`.
   auto begin() const { return detail::InputIterator(detail::make_pipeline_iterator(self())); }
+  /// The end of a range-for pass (begin() knows when it is exhausted).
   std::default_sentinel_t end() const noexcept { return {}; }
 
   /// Applies `f` to every element (tf: map). `f` takes the element by value,
@@ -684,6 +690,7 @@ class DatasetBase {
   AnyDataset<T> erase() const { return AnyDataset<T>(self()); }
 
  protected:
+  /// This dataset as its derived class.
   const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
 
  private:

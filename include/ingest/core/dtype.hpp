@@ -14,12 +14,14 @@ namespace ingest {
 
 /// IEEE half precision, storage only.
 struct float16_t {
-  std::uint16_t bits;
+  std::uint16_t bits;  ///< the IEEE binary16 bit pattern
+  /// Bitwise equality.
   friend bool operator==(float16_t, float16_t) = default;
 };
 /// bfloat16, storage only.
 struct bfloat16_t {
-  std::uint16_t bits;
+  std::uint16_t bits;  ///< the upper 16 bits of a float32
+  /// Bitwise equality.
   friend bool operator==(bfloat16_t, bfloat16_t) = default;
 };
 

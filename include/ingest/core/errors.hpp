@@ -32,15 +32,20 @@ struct ErrorContext {
 /// Base of every exception ingest throws.
 class Error : public std::exception {
  public:
+  /// Makes an error from its message and where it happened; URLs in either
+  /// are redacted (core/redact.hpp).
   explicit Error(std::string message, ErrorContext context = {})
       : message_(redact_urls(message)), context_(std::move(context)) {
     redact_file();
     compose();
   }
 
+  /// "Kind: message [stage 'map', element 3, file '...']": the kind, the
+  /// message and the context fields that are set.
   const char* what() const noexcept override { return what_.c_str(); }
   /// The message without context.
   const std::string& message() const noexcept { return message_; }
+  /// Where the error happened, as far as it is known.
   const ErrorContext& context() const noexcept { return context_; }
   /// A short name of the error's kind ("DataLossError", ...).
   virtual const char* kind() const noexcept { return "Error"; }
@@ -61,7 +66,8 @@ class Error : public std::exception {
   }
 
  protected:
-  // Derived constructors call this again so what() starts with their kind.
+  /// Rebuilds what() from kind(), the message and the context; derived
+  /// constructors call it again so what() starts with their kind.
   void compose() {
     what_ = kind();
     what_ += ": ";
@@ -92,14 +98,15 @@ class Error : public std::exception {
   std::string what_;
 };
 
-#define INGEST_DEFINE_ERROR(Name)                                 \
-  class Name : public Error {                                     \
-   public:                                                        \
-    explicit Name(std::string message, ErrorContext context = {}) \
-        : Error(std::move(message), std::move(context)) {         \
-      compose();                                                  \
-    }                                                             \
-    const char* kind() const noexcept override { return #Name; }  \
+#define INGEST_DEFINE_ERROR(Name)                                  \
+  class Name : public Error {                                      \
+   public:                                                         \
+    /** Makes the error from its message and where it happened. */ \
+    explicit Name(std::string message, ErrorContext context = {})  \
+        : Error(std::move(message), std::move(context)) {          \
+      compose();                                                   \
+    }                                                              \
+    const char* kind() const noexcept override { return #Name; }   \
   };
 
 /// A caller passed a value the library cannot accept.

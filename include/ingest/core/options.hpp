@@ -145,6 +145,7 @@ struct PipelineOptions {
   /// calls next() (inside next(), before it takes the next element). An
   /// exception it throws leaves next() before any element is taken.
   std::function<void(const PipelineStats&)> on_progress{};
+  /// The least time between two on_progress calls while iterating (10 s).
   std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
   /// The pipeline will be saved (tf: experimental_symbolic_checkpoint, in
   /// spirit): from its start the stages keep what quick saves and restores

@@ -262,14 +262,20 @@ struct padded_views_traits {
 
 }  // namespace detail
 
+/// Tensors pad every dimension to the longest in the batch, or to the
+/// component's padded shape, filled with its padding value.
 template <>
 struct padded_batch_traits<Tensor> : detail::padded_views_traits {};
 
 /// Arithmetic scalars stack unpadded into a rank-1 tensor.
 template <TensorElement T>
 struct padded_batch_traits<T> {
+  /// The batch: a rank-1 Tensor.
   using batch_type = Tensor;
+  /// One component (one entry of padded_shapes and padding_values).
   static constexpr std::size_t components = 1;
+  /// The `n` scalars get(0) .. get(n - 1) as a Tensor from `allocator`;
+  /// InvalidArgument if the component's padded shape is not a scalar's.
   template <class Get>
   static Tensor build(std::size_t n, Get get, const PaddedBatchOptions& options,
                       std::size_t component, Allocator& allocator) {
@@ -295,10 +301,14 @@ constexpr std::size_t component_offset(std::size_t index) {
 }
 }  // namespace detail
 
+/// Tuples pad field by field into a tuple of batches.
 template <class... Ts>
 struct padded_batch_traits<std::tuple<Ts...>> {
+  /// The batch: a tuple of each field's batch.
   using batch_type = std::tuple<typename padded_batch_traits<Ts>::batch_type...>;
+  /// The components of all the fields, in order.
   static constexpr std::size_t components = (padded_batch_traits<Ts>::components + ... + 0);
+  /// Pads each field of the `n` elements, its components numbered from `first`.
   template <class Get>
   static batch_type build(std::size_t n, Get get, const PaddedBatchOptions& options,
                           std::size_t first, Allocator& allocator) {
@@ -311,12 +321,16 @@ struct padded_batch_traits<std::tuple<Ts...>> {
   }
 };
 
+/// Pairs pad field by field into a pair of batches.
 template <class A, class B>
 struct padded_batch_traits<std::pair<A, B>> {
+  /// The batch: a pair of the two fields' batches.
   using batch_type = std::pair<typename padded_batch_traits<A>::batch_type,
                                typename padded_batch_traits<B>::batch_type>;
+  /// The components of both fields, first's then second's.
   static constexpr std::size_t components =
       padded_batch_traits<A>::components + padded_batch_traits<B>::components;
+  /// Pads each field of the `n` elements, its components numbered from `first`.
   template <class Get>
   static batch_type build(std::size_t n, Get get, const PaddedBatchOptions& options,
                           std::size_t first, Allocator& allocator) {

@@ -59,12 +59,18 @@ __extension__ using uint128 =
     unsigned __int128;  // GCC and Clang; __extension__ keeps -Wpedantic quiet
 }  // namespace detail
 
+/// A deterministic generator (xoshiro256**): the same seed gives the same
+/// sequence with every compiler and standard library. Not thread-safe: use one
+/// per thread or stream.
 class Rng {
  public:
+  /// A generator seeded from `seed` (through splitmix64, so nearby seeds give
+  /// unrelated sequences).
   explicit Rng(std::uint64_t seed) noexcept {
     for (auto& s : s_) s = seed = mix64(seed);
   }
 
+  /// The next 64 random bits.
   std::uint64_t next() noexcept {
     const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
     const std::uint64_t t = s_[1] << 17;
@@ -97,6 +103,7 @@ class Rng {
   /// The generator's state, to save and restore a stream mid-way (a
   /// checkpoint); an all-zero state is not one a seed gives.
   const std::uint64_t (&state() const noexcept)[4] { return s_; }
+  /// Restores a state from state(): the sequence continues where it was saved.
   void set_state(const std::uint64_t (&s)[4]) noexcept {
     for (int i = 0; i < 4; ++i) s_[i] = s[i];
   }

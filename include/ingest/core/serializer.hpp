@@ -45,8 +45,10 @@ class ByteWriter {
       : buffer_(std::move(spill)), room_(room.data()), room_size_(room.size()) {
     buffer_.clear();
   }
+  /// Hands the spill buffer back (the bytes, unless they all fit the room).
   std::vector<std::byte> release() && noexcept { return std::move(buffer_); }
 
+  /// Appends `n` bytes from `data`.
   void write(const void* data, std::size_t n) {
     if (room_) {
       if (n <= room_size_ - room_used_) {
@@ -63,19 +65,23 @@ class ByteWriter {
     buffer_.resize(at + n);
     if (n != 0) std::memcpy(buffer_.data() + at, data, n);
   }
+  /// Appends the bytes of `value` as they lie in memory (little-endian).
   template <class T>
   requires std::is_trivially_copyable_v<T>
   void put(const T& value) { write(&value, sizeof(T)); }
+  /// Forgets the bytes written; the buffer keeps its capacity.
   void clear() noexcept {
     room_used_ = 0;
     buffer_.clear();
   }
   /// The bytes are in the room given to the constructor (from its start).
   bool in_room() const noexcept { return room_ != nullptr; }
+  /// The bytes written so far, in the room or in the buffer.
   std::span<const std::byte> bytes() const noexcept {
     if (room_) return {room_, room_used_};
     return buffer_;
   }
+  /// The number of bytes written so far.
   std::size_t size() const noexcept { return room_ ? room_used_ : buffer_.size(); }
 
  private:
@@ -88,13 +94,16 @@ class ByteWriter {
 /// Reads bytes from a span; any read past the end throws DataLossError.
 class ByteReader {
  public:
+  /// Reads `data` from its start; the span must outlive the reader.
   explicit ByteReader(std::span<const std::byte> data) : data_(data) {}
 
+  /// Copies the next `n` bytes to `out`; DataLossError if fewer remain.
   void read(void* out, std::size_t n) {
     require(n);
     if (n != 0) std::memcpy(out, data_.data() + pos_, n);  // an empty vector's data() may be null
     pos_ += n;
   }
+  /// The next `sizeof(T)` bytes as a T; DataLossError if fewer remain.
   template <class T>
   requires std::is_trivially_copyable_v<T> T get() {
     T value;
@@ -111,7 +120,9 @@ class ByteReader {
     }
     return static_cast<std::size_t>(n);
   }
+  /// The number of bytes not read yet.
   std::size_t remaining() const noexcept { return data_.size() - pos_; }
+  /// The number of bytes read so far.
   std::size_t position() const noexcept { return pos_; }
 
  private:
@@ -140,30 +151,41 @@ concept serializable = requires(ByteWriter& w, ByteReader& r, const T& v) {
   { serializer<T>::signature() } -> std::convertible_to<std::string>;
 };
 
+/// Arithmetic scalars: their bytes, little-endian.
 template <TensorElement T>
 struct serializer<T> {
+  /// Appends `v`'s bytes.
   static void write(ByteWriter& w, const T& v) { w.put(v); }
+  /// Reads a T; DataLossError if the bytes run out.
   static T read(ByteReader& r) { return r.get<T>(); }
+  /// The layout's name: the dtype's, e.g. `int64`.
   static std::string signature() { return std::string(dtype_name(dtype_of_v<T>)); }
 };
 
+/// Strings: a 64-bit length, then the bytes.
 template <>
 struct serializer<std::string> {
+  /// Appends the length and the bytes of `s`.
   static void write(ByteWriter& w, const std::string& s) {
     w.put<std::uint64_t>(s.size());
     w.write(s.data(), s.size());
   }
+  /// Reads a string; DataLossError if its length exceeds the bytes left.
   static std::string read(ByteReader& r) {
     std::string s(r.get_length(), '\0');
     r.read(s.data(), s.size());
     return s;
   }
+  /// The layout's name: `string`.
   static std::string signature() { return "string"; }
 };
 
+/// Vectors: a 64-bit count, then the elements (one block of bytes for
+/// arithmetic elements other than bool).
 template <class T, class A>
 requires serializable<T>
 struct serializer<std::vector<T, A>> {
+  /// Appends the count and the elements of `v`.
   static void write(ByteWriter& w, const std::vector<T, A>& v) {
     w.put<std::uint64_t>(v.size());
     if constexpr (TensorElement<T> && !std::is_same_v<T, bool>) {
@@ -172,6 +194,7 @@ struct serializer<std::vector<T, A>> {
       for (const T& x : v) serializer<T>::write(w, x);
     }
   }
+  /// Reads a vector; DataLossError if its count exceeds the bytes left.
   static std::vector<T, A> read(ByteReader& r) {
     if constexpr (TensorElement<T> && !std::is_same_v<T, bool>) {
       std::vector<T, A> v(r.get_length(sizeof(T)));
@@ -189,11 +212,14 @@ struct serializer<std::vector<T, A>> {
       return v;
     }
   }
+  /// The layout's name: `vector<S>`, S the element's signature.
   static std::string signature() { return "vector<" + serializer<T>::signature() + ">"; }
 };
 
+/// Tensors on the host: dtype, rank, dims, then the bytes.
 template <>
 struct serializer<Tensor> {
+  /// Appends `t`; InvalidArgument if it lives on the device.
   static void write(ByteWriter& w, const Tensor& t) {
     if (t.memory_kind() == MemoryKind::device) {
       throw InvalidArgument("cannot serialize a tensor that lives on the device");
@@ -203,6 +229,8 @@ struct serializer<Tensor> {
     for (std::int64_t d : t.shape()) w.put<std::int64_t>(d);
     if (t.nbytes()) w.write(t.raw_data(), t.nbytes());
   }
+  /// Reads a Tensor (host memory); DataLossError if its dtype, rank or shape is
+  /// invalid or claims more bytes than remain.
   static Tensor read(ByteReader& r) {
     const auto dtype = r.get<std::uint8_t>();
     if (dtype > static_cast<std::uint8_t>(DType::float64)) {
@@ -238,20 +266,25 @@ struct serializer<Tensor> {
     if (t.nbytes()) r.read(t.raw_data(), t.nbytes());
     return t;
   }
+  /// The layout's name: `tensor`.
   static std::string signature() { return "tensor"; }
 };
 
+/// Optionals: a presence byte, then the value if there is one.
 template <class T>
 requires serializable<T>
 struct serializer<std::optional<T>> {
+  /// Appends whether `v` holds a value, then the value.
   static void write(ByteWriter& w, const std::optional<T>& v) {
     w.put<std::uint8_t>(v ? 1 : 0);
     if (v) serializer<T>::write(w, *v);
   }
+  /// Reads an optional.
   static std::optional<T> read(ByteReader& r) {
     if (r.get<std::uint8_t>() == 0) return std::nullopt;
     return serializer<T>::read(r);
   }
+  /// The layout's name: `optional<S>`, S the value's signature.
   static std::string signature() { return "optional<" + serializer<T>::signature() + ">"; }
 };
 
@@ -264,30 +297,38 @@ std::string joined_signatures() {
 }
 }  // namespace detail
 
+/// Tuples: the fields in order.
 template <class... Ts>
 requires(serializable<Ts>&&...) struct serializer<std::tuple<Ts...>> {
+  /// Appends the fields of `v` in order.
   static void write(ByteWriter& w, const std::tuple<Ts...>& v) {
     std::apply([&w](const Ts&... f) { (serializer<Ts>::write(w, f), ...); }, v);
   }
+  /// Reads the fields in order.
   static std::tuple<Ts...> read(ByteReader& r) {
     // Braced initialisation evaluates the fields left to right.
     return std::tuple<Ts...>{serializer<Ts>::read(r)...};
   }
+  /// The layout's name: `tuple<S1,S2,...>`, the fields' signatures.
   static std::string signature() { return "tuple<" + detail::joined_signatures<Ts...>() + ">"; }
 };
 
+/// Pairs: first, then second.
 template <class A, class B>
 requires serializable<A> && serializable<B>
 struct serializer<std::pair<A, B>> {
+  /// Appends `v.first`, then `v.second`.
   static void write(ByteWriter& w, const std::pair<A, B>& v) {
     serializer<A>::write(w, v.first);
     serializer<B>::write(w, v.second);
   }
+  /// Reads first, then second.
   static std::pair<A, B> read(ByteReader& r) {
     A a = serializer<A>::read(r);
     B b = serializer<B>::read(r);
     return {std::move(a), std::move(b)};
   }
+  /// The layout's name: `pair<S1,S2>`, the two fields' signatures.
   static std::string signature() { return "pair<" + detail::joined_signatures<A, B>() + ">"; }
 };
 

@@ -26,19 +26,33 @@ namespace ingest {
 /// anything is allocated.
 inline constexpr std::uint64_t max_tensor_bytes = std::uint64_t{1} << 40;
 
+/// A tensor's dimensions: up to max_rank of them, stored inline (no
+/// allocation). A dimension of -1 is unknown (a pattern, such as a padded
+/// shape); a Tensor's shape is always concrete.
 class Shape {
  public:
+  /// The most dimensions a shape holds.
   static constexpr std::size_t max_rank = 8;
 
   constexpr Shape() = default;
+  /// A shape of the dimensions `dims`; InvalidArgument for more than max_rank
+  /// of them or a dimension below -1.
   Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size()); }
+  /// A shape of the dimensions `dims`; InvalidArgument for more than max_rank
+  /// of them or a dimension below -1.
   explicit Shape(std::span<const std::int64_t> dims) { assign(dims.data(), dims.size()); }
 
+  /// The number of dimensions (0 for a scalar).
   constexpr std::size_t rank() const noexcept { return rank_; }
+  /// Dimension `i` (unchecked: `i` must be below rank()).
   constexpr std::int64_t operator[](std::size_t i) const noexcept { return dims_[i]; }
+  /// Dimension `i`, writable (unchecked: `i` must be below rank()).
   constexpr std::int64_t& operator[](std::size_t i) noexcept { return dims_[i]; }
+  /// The first dimension, for a range-for over the dimensions.
   constexpr const std::int64_t* begin() const noexcept { return dims_.data(); }
+  /// One past the last dimension.
   constexpr const std::int64_t* end() const noexcept { return dims_.data() + rank_; }
+  /// The dimensions as a span.
   std::span<const std::int64_t> dims() const noexcept { return {dims_.data(), rank_}; }
 
   /// Product of the dimensions (1 for a scalar). Unknown (-1) dims count as 0.
@@ -79,6 +93,7 @@ class Shape {
     return s;
   }
 
+  /// "[2, 3]": the dimensions in brackets ("[]" for a scalar).
   std::string to_string() const {
     std::string s = "[";
     for (std::size_t i = 0; i < rank_; ++i) {
@@ -88,6 +103,7 @@ class Shape {
     return s + "]";
   }
 
+  /// Same rank and dimensions.
   friend constexpr bool operator==(const Shape& a, const Shape& b) noexcept {
     return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
   }

@@ -54,8 +54,8 @@ class Fingerprint {
   /// A counter found below a stage, and whether its value at a save of that
   /// stage may be ahead of the stage's position (see Below).
   struct CounterRef {
-    Counter counter;
-    bool ahead = false;
+    Counter counter;     ///< the dataset's counter
+    bool ahead = false;  ///< its value at a save may be ahead of the stage's position
   };
 
   Fingerprint() = default;
@@ -87,7 +87,10 @@ class Fingerprint {
   /// above the anchored stage, iterators made ahead of its position.
   class Below {
    public:
+    /// The kind of stage whose input is being added.
     enum Kind { anchor, maker };
+    /// Marks the datasets added to `fp` from now until this Below is destroyed as
+    /// the input of a stage of kind `kind`.
     Below(Fingerprint& fp, Kind kind) noexcept
         : fp_(fp), kind_(kind), ahead_(kind == maker && fp.anchored_ > 0) {
       if (kind_ == anchor) ++fp_.anchored_;
@@ -106,6 +109,12 @@ class Fingerprint {
     bool ahead_;
   };
 
+  /// @name Adding to the fingerprint
+  /// @{
+
+  /// Adds a field of the description and returns *this: a string as its length
+  /// then its bytes; an integer or bool as 8 bytes, little-endian; a double as
+  /// its bits.
   Fingerprint& add(std::string_view s) noexcept {
     add(static_cast<std::uint64_t>(s.size()));
     mix(s.data(), s.size());
@@ -123,7 +132,9 @@ class Fingerprint {
   Fingerprint& add(int v) noexcept { return add(static_cast<std::int64_t>(v)); }
   Fingerprint& add(bool v) noexcept { return add(static_cast<std::uint64_t>(v ? 1 : 0)); }
   Fingerprint& add(double v) noexcept { return add(std::bit_cast<std::uint64_t>(v)); }
+  /// @}
 
+  /// The fingerprint of everything added so far.
   std::uint64_t value() const noexcept { return h_; }
 
  private:
@@ -222,16 +233,25 @@ class SharedBytes final : public DeferredBytes {
 /// (copy_to, IteratorState's constructor).
 class StateWriter {
  public:
+  /// @name Scalar fields
+  /// @{
+
+  /// Writes one fixed-width field, little-endian: u8, u32, u64, i64 (two's
+  /// complement), double (its bits), bool (one byte, 0 or 1).
   void write_u8(std::uint8_t v) { detail::put_le(out_, v, 1); }
   void write_u32(std::uint32_t v) { detail::put_le(out_, v, 4); }
   void write_u64(std::uint64_t v) { detail::put_le(out_, v, 8); }
   void write_i64(std::int64_t v) { write_u64(static_cast<std::uint64_t>(v)); }
   void write_double(double v) { write_u64(std::bit_cast<std::uint64_t>(v)); }
   void write_bool(bool v) { write_u8(v ? 1 : 0); }
+  /// @}
+
+  /// Writes `b` as a field: its length (u64), then its bytes.
   void write_bytes(std::span<const std::byte> b) {
     write_u64(b.size());
     out_.insert(out_.end(), b.begin(), b.end());
   }
+  /// Writes `s` as a field: its length (u64), then its bytes.
   void write_string(std::string_view s) {
     write_bytes(std::as_bytes(std::span(s.data(), s.size())));
   }
@@ -306,16 +326,19 @@ class StateWriter {
   /// A save taken in case the pipeline is saved later (an anchor before
   /// its first save or restore): a stage may decline it (SaveDeclined).
   void set_speculative(bool speculative) noexcept { speculative_ = speculative; }
+  /// Whether this save is speculative (set_speculative()).
   bool speculative() const noexcept { return speculative_; }
   /// Time spent on work that later saves will not repeat (serializing
   /// elements kept for them): the anchors' pacing leaves it out.
   void add_prepaid_ns(std::int64_t ns) noexcept { prepaid_ns_ += ns; }
+  /// The prepaid time added so far (add_prepaid_ns()), in nanoseconds.
   std::int64_t prepaid_ns() const noexcept { return prepaid_ns_; }
   /// The inputs a restore of this state pulls again and discards, summed
   /// over its stages (each from its anchor to its position,
   /// runtime/anchors.hpp), nested states included: PipelineIterator::save()
   /// compacts a state that replays long.
   void note_replay(std::int64_t pulls) noexcept { replay_ += pulls; }
+  /// The inputs a restore of this state replays (note_replay()'s sum).
   std::int64_t replay() const noexcept { return replay_; }
 
   /// The payload's size, deferred parts included.
@@ -422,6 +445,12 @@ class StateReader {
   /// kept as long as it is held.
   const std::shared_ptr<const void>& owner() const noexcept { return owner_; }
 
+  /// @name Scalar fields
+  /// @{
+
+  /// Reads one fixed-width field, as StateWriter's write_u8 ... write_bool wrote
+  /// it. DataLossError if the section has too few bytes left, or a bool field
+  /// holds a value other than 0 or 1.
   std::uint8_t read_u8() { return static_cast<std::uint8_t>(read_le(1, "u8")); }
   std::uint32_t read_u32() { return static_cast<std::uint32_t>(read_le(4, "u32")); }
   std::uint64_t read_u64() { return read_le(8, "u64"); }
@@ -433,10 +462,16 @@ class StateReader {
     if (v > 1) detail::throw_state_error("bool field holds " + std::to_string(v), offset(at));
     return v == 1;
   }
+  /// @}
+
+  /// Reads a length-prefixed byte string into a vector (a copy); DataLossError
+  /// if its length exceeds the bytes left.
   std::vector<std::byte> read_bytes() {
     const std::span<const std::byte> s = read_span();
     return {s.begin(), s.end()};
   }
+  /// Reads a length-prefixed string (a copy); DataLossError if its length
+  /// exceeds the bytes left.
   std::string read_string() {
     const std::span<const std::byte> s = read_span();
     return {reinterpret_cast<const char*>(s.data()), s.size()};
@@ -559,6 +594,7 @@ class StateReader {
   /// them (runtime/anchors.hpp read_position), nested states included:
   /// what StateWriter::replay() was at the save. stats() reports it.
   void note_replayed(std::int64_t pulls) noexcept { replayed_ += pulls; }
+  /// The replayed inputs noted so far (note_replayed()'s sum).
   std::int64_t replayed() const noexcept { return replayed_; }
 
   /// Bytes left in the current section.
@@ -622,8 +658,11 @@ class StateReader {
 /// A value type; `bytes()` is what write_state stores.
 class IteratorState {
  public:
+  /// The layout version this build writes and reads.
   static constexpr std::uint32_t format_version = 6;
+  /// Bytes before the payload: magic, version, fingerprint, payload length.
   static constexpr std::size_t header_bytes = 24;
+  /// Bytes after the payload: its CRC-32C.
   static constexpr std::size_t crc_bytes = 4;
 
   IteratorState() : IteratorState(0, std::span<const std::byte>{}) {}
@@ -641,8 +680,9 @@ class IteratorState {
     payload.copy_to(bytes.data() + at);
     finish(std::move(bytes));
   }
-  // Copies share the (immutable) bytes; a moved-from state keeps them too.
+  /// Copies share the (immutable) bytes; a moved-from state keeps them too.
   IteratorState(const IteratorState&) = default;
+  /// Shares `other`'s bytes, as the copy constructor does.
   IteratorState& operator=(const IteratorState&) = default;
 
   /// Parses and validates `bytes`: magic, version, length and CRC. Throws
@@ -692,11 +732,13 @@ class IteratorState {
   std::span<const std::byte> payload() const noexcept {
     return std::span(*bytes_).subspan(header_bytes, bytes_->size() - header_bytes - crc_bytes);
   }
+  /// The number of bytes of the whole state.
   std::size_t size() const noexcept { return bytes_->size(); }
   /// What keeps bytes() alive: a restore shares it with what it keeps of
   /// the state (shuffle's buffered elements, deserialized when drawn).
   std::shared_ptr<const void> storage() const noexcept { return bytes_; }
 
+  /// Two states are equal when their bytes are.
   friend bool operator==(const IteratorState& a, const IteratorState& b) {
     return *a.bytes_ == *b.bytes_;
   }

@@ -25,6 +25,9 @@
 
 namespace ingest {
 
+/// A dtype, a shape and contiguous row-major storage with shared ownership
+/// (tf: tensorflow::Tensor). Copies share storage; clone() copies the bytes.
+/// Not synchronised: share a Tensor between threads only for reading.
 class Tensor {
  public:
   /// An undefined tensor: no storage, float32, shape [0].
@@ -68,6 +71,8 @@ class Tensor {
     if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size_bytes());
     return t;
   }
+  /// A tensor holding a copy of `values`, shaped `shape` (default:
+  /// [values.size()]); InvalidArgument if the values do not fill the shape.
   template <TensorElement T>
   static Tensor from_values(std::initializer_list<T> values,
                             std::optional<Shape> shape = std::nullopt) {
@@ -93,10 +98,12 @@ class Tensor {
     return t;
   }
 
+  /// A tensor sharing `o`'s storage (no bytes are copied).
   Tensor(const Tensor& o) noexcept
       : block_(o.block_), offset_(o.offset_), shape_(o.shape_), dtype_(o.dtype_) {
     detail::retain(block_);
   }
+  /// Takes `o`'s storage; `o` is left undefined.
   Tensor(Tensor&& o) noexcept
       : block_(std::exchange(o.block_, nullptr)),
         offset_(std::exchange(o.offset_, 0)),
@@ -104,6 +111,7 @@ class Tensor {
         dtype_(o.dtype_) {
     o.shape_ = Shape::empty_vector();
   }
+  /// Shares `o`'s storage, releasing this tensor's own.
   Tensor& operator=(const Tensor& o) noexcept {
     if (this != &o) {
       detail::retain(o.block_);
@@ -115,6 +123,7 @@ class Tensor {
     }
     return *this;
   }
+  /// Takes `o`'s storage, releasing this tensor's own; `o` is left undefined.
   Tensor& operator=(Tensor&& o) noexcept {
     if (this != &o) {
       detail::release(block_);
@@ -128,10 +137,15 @@ class Tensor {
   }
   ~Tensor() { detail::release(block_); }
 
+  /// Whether the tensor has storage (a default-constructed one has none).
   bool defined() const noexcept { return block_ != nullptr; }
+  /// The element type.
   DType dtype() const noexcept { return dtype_; }
+  /// The dimensions.
   const Shape& shape() const noexcept { return shape_; }
+  /// The number of dimensions (0 for a scalar).
   std::size_t rank() const noexcept { return shape_.rank(); }
+  /// Dimension `i`; InvalidArgument if `i` is not below rank().
   std::int64_t dim(std::size_t i) const {
     if (i >= shape_.rank()) {
       throw InvalidArgument("Tensor::dim(" + std::to_string(i) + ") of a tensor of shape " +
@@ -139,11 +153,15 @@ class Tensor {
     }
     return shape_[i];
   }
+  /// The number of elements: the product of the dimensions.
   std::int64_t num_elements() const noexcept { return shape_.num_elements(); }
+  /// The size of one element in bytes.
   std::size_t element_size() const noexcept { return dtype_size(dtype_); }
+  /// The size of the elements in bytes.
   std::size_t nbytes() const noexcept {
     return static_cast<std::size_t>(num_elements()) * element_size();
   }
+  /// Where the storage lives (host, pinned or device memory).
   MemoryKind memory_kind() const noexcept { return block_ ? block_->kind : MemoryKind::host; }
   /// The allocator of the storage (null for undefined or external tensors).
   Allocator* allocator() const noexcept { return block_ ? block_->allocator : nullptr; }
@@ -151,11 +169,14 @@ class Tensor {
   long use_count() const noexcept {
     return block_ ? static_cast<long>(block_->refs.load(std::memory_order_relaxed)) : 0;
   }
+  /// Whether `o` views the same storage (a copy, a slice, a reshape of it).
   bool shares_storage_with(const Tensor& o) const noexcept {
     return block_ != nullptr && block_ == o.block_;
   }
 
+  /// The first byte of the tensor's elements, or null if it is undefined.
   void* raw_data() noexcept { return block_ ? block_->data + offset_ : nullptr; }
+  /// The first byte of the tensor's elements, or null if it is undefined.
   const void* raw_data() const noexcept { return block_ ? block_->data + offset_ : nullptr; }
 
   /// Typed pointer to the first element. Throws InvalidArgument if T is not the dtype.
@@ -164,15 +185,18 @@ class Tensor {
     check_dtype<T>();
     return static_cast<T*>(raw_data());
   }
+  /// Typed pointer to the first element. Throws InvalidArgument if T is not the dtype.
   template <TensorElement T>
   const T* data() const {
     check_dtype<T>();
     return static_cast<const T*>(raw_data());
   }
+  /// The elements as a span; InvalidArgument if T is not the dtype.
   template <TensorElement T>
   std::span<T> values() {
     return {data<T>(), static_cast<std::size_t>(num_elements())};
   }
+  /// The elements as a span; InvalidArgument if T is not the dtype.
   template <TensorElement T>
   std::span<const T> values() const {
     return {data<T>(), static_cast<std::size_t>(num_elements())};
@@ -257,6 +281,7 @@ class Tensor {
   }
   // A template, so that <iosfwd> is enough here: it instantiates where a
   // stream is used, which has <ostream>.
+  /// Writes to_string() to `os`.
   template <class CharT, class Traits>
   friend std::basic_ostream<CharT, Traits>& operator<<(std::basic_ostream<CharT, Traits>& os,
                                                        const Tensor& t) {
