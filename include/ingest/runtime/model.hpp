@@ -43,12 +43,12 @@ struct PipelineStats;
 /// pool worker's chunk of a stage's work ("<stage> (work)"), the consumer's
 /// own time between two calls ("consumer"), or an autotuner knob change.
 struct TraceEvent {
-  std::string name;      // the stage's name, as stats() shows it
-  char phase;            // 'X' span, 'C' counter
-  std::int64_t ts_ns;    // start (now_ns(); PipelineIterator::trace_events() makes it relative)
-  std::int64_t dur_ns;   // spans
-  std::uint64_t thread;  // a small id per thread
-  std::string args;      // JSON object body for counters, e.g. "\"map\": 4"
+  std::string name;      ///< the stage's name, as stats() shows it
+  char phase;            ///< 'X' span, 'C' counter
+  std::int64_t ts_ns;    ///< start (now_ns(); PipelineIterator::trace_events() makes it relative)
+  std::int64_t dur_ns;   ///< duration (spans)
+  std::uint64_t thread;  ///< a small id per thread
+  std::string args;      ///< JSON object body for counters, e.g. `"map": 4`
 };
 
 }  // namespace ingest

@@ -227,6 +227,7 @@ struct PipelineControl {
 template <iterator It, class D = void>
 class PipelineIterator {
  public:
+  /// The element type.
   using value_type = typename It::value_type;
 
   /// Keeps `dataset` (the pipeline that made `it`) to describe it when saved.
@@ -240,6 +241,8 @@ class PipelineIterator {
         it_(std::move(it)),
         fingerprint_(fingerprint),
         description_(std::move(stages)) {}
+  /// Takes over the pipeline of the iterator moved from (its threads keep
+  /// running), which may then only be destroyed.
   PipelineIterator(PipelineIterator&&) noexcept = default;
   PipelineIterator& operator=(PipelineIterator&&) = delete;
   ~PipelineIterator() { control_.finish(); }

@@ -635,6 +635,7 @@ namespace ingest {
 template <class InputIt>
 class PrefetchIterator {
  public:
+  /// The element type.
   using value_type = typename InputIt::value_type;
 
   /// `node` (may be null) holds the buffer knob: the ring has `capacity`
@@ -663,12 +664,16 @@ class PrefetchIterator {
     }
   }
 
+  /// Takes over the ring and its producer; the moved-from iterator is left only
+  /// to be destroyed.
   PrefetchIterator(PrefetchIterator&&) noexcept = default;
   PrefetchIterator& operator=(PrefetchIterator&&) = delete;
   /// Stops the input's work between elements, then (the prefetcher's
   /// destructor) waits for the element in hand.
   ~PrefetchIterator() { cancel_.request_stop(); }
 
+  /// The next element, or std::nullopt at the end; an element's error is
+  /// rethrown here.
   std::optional<value_type> next() { return direct_ ? direct_->next() : prefetcher_->next(); }
 
   /// Checkpoint: the input's state at the consumer's position.

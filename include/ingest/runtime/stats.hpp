@@ -55,14 +55,14 @@ struct StageStats {
   /// time its readers waited for the network (summed over its readers, so
   /// parallel readers can exceed 100%).
   double net_megabytes = 0;
-  std::int64_t net_requests = 0;
-  std::int64_t net_retries = 0;
-  double net_wait_percent = 0;
+  std::int64_t net_requests = 0;  ///< requests, retries included
+  std::int64_t net_retries = 0;   ///< requests that were retries
+  double net_wait_percent = 0;    ///< share of the time its readers waited (summed)
   /// The readahead of its remote readers: blocks in flight per reader and
   /// bytes per block (0: none opened), and whether the autotuner tunes it.
   std::int64_t readahead_in_flight = 0;
-  std::int64_t readahead_block_bytes = 0;
-  bool readahead_autotuned = false;
+  std::int64_t readahead_block_bytes = 0;  ///< bytes per block
+  bool readahead_autotuned = false;        ///< the autotuner tunes the readahead
 };
 
 /// Per-stage statistics of a running pipeline (PipelineIterator::stats()).
@@ -74,8 +74,8 @@ struct PipelineStats {
   /// Checkpoints taken (PipelineIterator::save), the last state's size and
   /// how long that save() took.
   std::int64_t checkpoints = 0;
-  std::int64_t last_state_bytes = 0;
-  double last_save_ms = 0;
+  std::int64_t last_state_bytes = 0;  ///< size of the last state
+  double last_save_ms = 0;            ///< how long the last save() took
   /// Of the checkpoints, those a replica compacted (PipelineIterator::save:
   /// a state that would have replayed over 4,096 inputs).
   std::int64_t compacted_checkpoints = 0;
@@ -84,8 +84,8 @@ struct PipelineStats {
   /// discarded on the way to the saved position, summed over the stages
   /// (0 for a state anchored at the position, as compacted ones are).
   bool restored = false;
-  double restore_ms = 0;
-  std::int64_t restore_replayed_inputs = 0;
+  double restore_ms = 0;                     ///< how long the restore took
+  std::int64_t restore_replayed_inputs = 0;  ///< inputs pulled again and discarded
   /// Why the stage marked as the bottleneck is marked, or why none is (the
   /// consumer hardly waited, or nothing was measured yet).
   std::string bottleneck_reason{};
@@ -155,6 +155,7 @@ struct PipelineStats {
     }
     return out;
   }
+  /// Writes to_string() to `os`.
   friend std::ostream& operator<<(std::ostream& os, const PipelineStats& s) {
     return os << s.to_string();
   }
