@@ -37,6 +37,8 @@ class PinnedAllocator final : public Allocator {
 /// CudaError when out of memory.
 class DeviceAllocator final : public Allocator {
  public:
+  /// Allocates on CUDA device `device` (its ordinal, not checked before the
+  /// first allocate()).
   explicit DeviceAllocator(int device = 0) : device_(device) {}
   void* allocate(std::size_t bytes) override {
     const DeviceGuard guard(device_);
@@ -52,6 +54,7 @@ class DeviceAllocator final : public Allocator {
     if (switched) (void)cudaSetDevice(previous);
   }
   MemoryKind memory_kind() const noexcept override { return MemoryKind::device; }
+  /// The CUDA device ordinal the memory is on.
   int device() const noexcept { return device_; }
 
  private:
@@ -69,9 +72,6 @@ inline PoolAllocator& pinned_pool() {
   return *pool;
 }
 
-/// The process-wide pool of memory of CUDA device `device`. Blocks are
-/// reused at once when freed, with no stream ordering: synchronise before
-/// freeing memory that queued work still uses (the device loader does).
 namespace detail {
 
 /// The process-wide device pools, by device.
@@ -88,6 +88,10 @@ inline DevicePools& device_pools() {
 
 }  // namespace detail
 
+/// The process-wide pool of memory of CUDA device `device`. Blocks are
+/// reused at once when freed, with no stream ordering: synchronise before
+/// freeing memory that queued work still uses (the device loader does).
+/// InvalidArgument for a negative `device`.
 inline PoolAllocator& device_pool(int device = 0) {
   if (device < 0) throw InvalidArgument("device_pool: device " + std::to_string(device) + " < 0");
   detail::DevicePools& pools = detail::device_pools();

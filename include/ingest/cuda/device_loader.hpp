@@ -249,6 +249,7 @@ class DeviceBatch : public ingest::detail::LoadedBatch<detail::CudaBackend> {
   /// end events, for timing (see OverlapTimer); holding them keeps the
   /// events from being reused.
   const Event& copy_started_event() const noexcept { return copy_started(); }
+  /// The handle of the copy's end event (empty for an empty batch).
   const Event& copy_done_event() const noexcept { return copy_done(); }
 };
 
@@ -270,6 +271,7 @@ class DeviceLoader
   using ingest::detail::LoaderDataset<DeviceLoader<Input>, detail::CudaBackend,
                                       Input>::LoaderDataset;
 };
+/// Deduces the input type: `cuda::DeviceLoader(dataset, options)`.
 template <dataset Input>
 DeviceLoader(Input, DeviceLoaderOptions = {}) -> DeviceLoader<Input>;
 

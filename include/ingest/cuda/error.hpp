@@ -17,6 +17,8 @@ namespace ingest::cuda {
 /// A CUDA runtime call failed (other than for want of a device).
 class CudaError : public Error {
  public:
+  /// The error of CUDA call `call` (e.g. "cudaMemcpyAsync") returning `code`;
+  /// the message is describe(code, call).
   CudaError(cudaError_t code, std::string call, ErrorContext context = {})
       : Error(describe(code, call), std::move(context)), code_(code), call_(std::move(call)) {
     compose();
@@ -87,6 +89,8 @@ inline int device_count() {
 /// restores the previous device. Throws Unavailable if there is no such device.
 class DeviceGuard {
  public:
+  /// Makes `device` current; Unavailable if there is no such device, CudaError
+  /// if the call fails otherwise.
   explicit DeviceGuard(int device) {
     check(cudaGetDevice(&previous_), "cudaGetDevice");
     if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");

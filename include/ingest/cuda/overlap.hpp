@@ -22,11 +22,11 @@ namespace ingest::cuda {
 
 /// What OverlapTimer measured, in milliseconds of GPU time.
 struct OverlapReport {
-  std::int64_t steps = 0;
-  double copy_ms = 0;     ///< time during which a copy of the loader ran
-  double compute_ms = 0;  ///< time during which a step ran
-  double overlap_ms = 0;  ///< time during which both did
-  double span_ms = 0;     ///< from the timer's start to the last step's end
+  std::int64_t steps = 0;  ///< steps measured
+  double copy_ms = 0;      ///< time during which a copy of the loader ran
+  double compute_ms = 0;   ///< time during which a step ran
+  double overlap_ms = 0;   ///< time during which both did
+  double span_ms = 0;      ///< from the timer's start to the last step's end
 
   /// Fraction of the steps' time during which a copy ran too.
   double compute_overlap() const noexcept { return compute_ms > 0 ? overlap_ms / compute_ms : 0; }

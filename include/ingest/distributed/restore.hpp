@@ -29,8 +29,8 @@ namespace ingest::distributed {
 /// passes deal to the new world) and the iterator of the interrupted pass.
 template <class D, class It>
 struct Resumed {
-  D dataset;
-  It iterator;
+  D dataset;    ///< the rank's dataset, dealing its later passes to the new world
+  It iterator;  ///< the iterator of the interrupted pass, at the rank's position in it
 };
 
 namespace detail {
