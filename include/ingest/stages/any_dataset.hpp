@@ -25,23 +25,28 @@ namespace ingest {
 template <class T>
 class AnyIterator {
  public:
+  /// The element type.
   using value_type = T;
 
   // The self-type check comes first so that checking the concept on
   // AnyIterator itself does not recurse into this constructor.
+  /// Erases `it`, taking ownership of it.
   template <class It>
   requires(!std::is_same_v<std::remove_cvref_t<It>, AnyIterator>) &&
       iterator<It>&& std::is_same_v<typename It::value_type, T> explicit AnyIterator(It it)
       : impl_(std::make_unique<Model<It>>(std::move(it))) {}
 
+  /// The next element of the erased iterator (one virtual call), or std::nullopt at the end.
   std::optional<T> next() {
     std::optional<T> out;
     impl_->next(out);
     return out;
   }
+  /// Bulk protocol: forwarded to the erased iterator (one virtual call per chunk).
   std::size_t fill(std::span<T> out) { return impl_->fill(out); }
   /// Checkpoint: forwarded to the erased iterator.
   void save(StateWriter& w) const { impl_->save(w); }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) { impl_->restore(r); }
 
  private:
@@ -121,6 +126,7 @@ class AnyIterator {
 template <class T>
 class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "erase";  // its row in stats()
 
   /// An empty dataset.
@@ -133,6 +139,7 @@ class AnyDataset : public DatasetBase<AnyDataset<T>, T> {
       : impl_(std::make_shared<const Model<D>>(std::move(d))) {
   }  // NOLINT(google-explicit-constructor)
 
+  /// An iterator of the erased dataset in `ctx` (an empty one for an empty dataset).
   AnyIterator<T> make_iterator(const IteratorContext& ctx) const {
     if (!impl_) return AnyIterator<T>(detail::EmptyIterator<T>{});
     return impl_->make_iterator(ctx);

@@ -28,6 +28,7 @@
 
 namespace ingest {
 
+/// Iterator of BatchDataset: stacks consecutive input elements into batches with batch_traits.
 template <class InputIt>
 class BatchIterator {
   using element_type = typename InputIt::value_type;
@@ -38,6 +39,7 @@ class BatchIterator {
       detail::bulk_builder<builder, element_type> && bulk_iterator<InputIt>;
 
  public:
+  /// The batch type: `batch_t<T>` of the input's element type `T`.
   using value_type = typename traits::batch_type;
 
   /// `capacity`: the most elements a batch can hold here (the batch size, or
@@ -52,6 +54,8 @@ class BatchIterator {
         allocator_(allocator),
         cancel_(std::move(cancel)) {}
 
+  /// The next batch, or std::nullopt at the end (or before a short last batch with
+  /// drop_remainder); a batch holding a failed element throws that element's error.
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     if constexpr (bulk) {
@@ -113,6 +117,7 @@ class BatchIterator {
     w.write(consumed_, done_);
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(consumed_, done_);
     input_.restore(r);
@@ -183,15 +188,19 @@ class BatchIterator {
   std::vector<element_type> pending_;  // the batch being gathered (non-bulk)
 };
 
+/// The dataset of `ds.batch(n, options)`: consecutive elements stacked `n` at a time.
 template <class Input>
 class BatchDataset
     : public detail::UnaryStage<BatchDataset<Input>, Input, batch_t<typename Input::element_type>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "batch";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
+  /// It stacks elements: tracing records every call from this stage on.
   static constexpr bool batches = true;
 
+  /// Batches `input` `batch_size` elements at a time; throws InvalidArgument if `batch_size` <= 0.
   BatchDataset(Input input, std::int64_t batch_size, BatchOptions options)
       : BatchDataset::UnaryStage(std::move(input)), batch_size_(batch_size), options_(options) {
     if (batch_size <= 0) {
@@ -199,6 +208,7 @@ class BatchDataset
                             {.stage = "batch"});
     }
   }
+  /// Wraps the input's iterator in a BatchIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
@@ -208,11 +218,16 @@ class BatchDataset
                              ctx.allocator, ctx.cancellation);
   }
 
+  /// The number of elements per batch (the last may hold fewer).
   std::int64_t batch_size() const noexcept { return batch_size_; }
+  /// The options it was made with.
   const BatchOptions& options() const noexcept { return options_; }
 
+  /// Adds the batch size and drop_remainder to the pipeline's fingerprint.
   void fingerprint(Fingerprint& fp) const { fp.add(batch_size_).add(options_.drop_remainder); }
 
+  /// The number of batches: the input's cardinality divided by the batch size, rounded up
+  /// (down with drop_remainder); infinite or unknown as the input's.
   std::int64_t cardinality() const {
     return detail::batched_cardinality(this->input_cardinality(), batch_size_,
                                        options_.drop_remainder);

@@ -116,6 +116,7 @@ struct BucketBatchSize {
 
 }  // namespace detail
 
+/// Iterator of BucketBySequenceLengthDataset: batches of elements bucketed by length.
 template <class InputIt, class LengthFn>
 class BucketBySequenceLengthIterator {
   using In = typename InputIt::value_type;
@@ -124,8 +125,10 @@ class BucketBySequenceLengthIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the elements waiting in its buckets";
+  /// The batch type: padded as padded_batch pads, or stacked as batch() with no_padding.
   using value_type = detail::bucket_batch_t<In>;
 
+  /// Owns the input iterator; batches come from `allocator`; `cancel` is checked while reading.
   BucketBySequenceLengthIterator(InputIt input, LengthFn length_fn,
                                  std::shared_ptr<const detail::BucketSpec> spec,
                                  Allocator* allocator, CancellationToken cancel)
@@ -134,6 +137,8 @@ class BucketBySequenceLengthIterator {
         spec_(std::move(spec)),
         allocator_(allocator) {}
 
+  /// The next full bucket's batch (the partial buckets' at the end of the input, in ascending
+  /// bucket order), or std::nullopt at the end; throws an element's error in its place.
   std::optional<value_type> next() {
     for (;;) {
       std::optional<detail::GroupWindow<In>> w = groups_.next();
@@ -156,6 +161,7 @@ class BucketBySequenceLengthIterator {
   /// Checkpoint: the buckets and the elements waiting in them, then the
   /// input (between calls no batch is half built).
   void save(StateWriter& w) const requires serializable<In> { groups_.save(w); }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) requires serializable<In> { groups_.restore(r); }
 
  private:
@@ -185,6 +191,8 @@ class BucketBySequenceLengthIterator {
   Allocator* allocator_;
 };
 
+/// The dataset of `ds.bucket_by_sequence_length(length_func, boundaries, batch_sizes, options)`:
+/// batches of elements of similar length.
 template <class Input, class LengthFn>
 class BucketBySequenceLengthDataset
     : public detail::UnaryStage<BucketBySequenceLengthDataset<Input, LengthFn>, Input,
@@ -192,7 +200,9 @@ class BucketBySequenceLengthDataset
   using In = typename Input::element_type;
 
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "bucket_by_sequence_length";
+  /// It makes batches: tracing records every call from this stage on.
   static constexpr bool batches = true;
 
   /// Throws InvalidArgument unless batch_sizes has boundaries.size() + 1
@@ -228,6 +238,7 @@ class BucketBySequenceLengthDataset
     spec_ = std::move(spec);
   }
 
+  /// Wraps the input's iterator in a BucketBySequenceLengthIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return BucketBySequenceLengthIterator<It, LengthFn>(std::move(input), length_fn_, spec_,
@@ -245,6 +256,8 @@ class BucketBySequenceLengthDataset
     fp.add(spec_->pad_to_bucket_boundary).add(spec_->no_padding).add(spec_->drop_remainder);
   }
 
+  /// infinite_cardinality for an infinite input, else unknown_cardinality (the buckets' fill
+  /// depends on the lengths).
   std::int64_t cardinality() const {
     const std::int64_t n = this->input_cardinality();
     return n == infinite_cardinality ? n : unknown_cardinality;

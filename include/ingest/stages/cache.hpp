@@ -50,27 +50,31 @@
 
 namespace ingest {
 
+/// Iterator of CacheDataset: reads a complete cache, or passes the input through and fills the
+/// cache when the pass completes.
 template <class InputIt>
 class CacheIterator {
  public:
+  /// The element type (the input's).
   using value_type = typename InputIt::value_type;
 
-  // The cache's shared state (one per dataset, shared by its copies).
+  /// The cache's shared state (one per dataset, shared by its copies).
   struct State {
+    /// Guards the fields below.
     std::mutex mu;
-    std::string path;                                         // empty: memory cache
-    unsigned file_mode = 0600;                                // of the cache file
-    std::shared_ptr<const std::vector<value_type>> elements;  // a complete memory cache
-    bool filling = false;                                     // a pass is filling the memory cache
-    // The context epoch of the pass that filled the cache, plus one (0: not
-    // filled). random_map's generators depend on it, so a pass that must
-    // fill the cache again reads the input in that epoch, not its own: a
-    // pass restored mid-fill, or any pass after a restore in a process that
-    // lacks the memory cache (the state holds it as a pass counter of the
-    // dataset: Fingerprint::counter).
+    std::string path;                                         ///< empty: memory cache
+    unsigned file_mode = 0600;                                ///< of the cache file
+    std::shared_ptr<const std::vector<value_type>> elements;  ///< a complete memory cache
+    bool filling = false;  ///< a pass is filling the memory cache
+    /// The context epoch of the pass that filled the cache, plus one (0: not
+    /// filled). random_map's generators depend on it, so a pass that must
+    /// fill the cache again reads the input in that epoch, not its own: a
+    /// pass restored mid-fill, or any pass after a restore in a process that
+    /// lacks the memory cache (the state holds it as a pass counter of the
+    /// dataset: Fingerprint::counter).
     Fingerprint::Counter filled_in = std::make_shared<std::atomic<std::uint64_t>>(0);
 
-    // The epoch in which a pass of context epoch `epoch` reads the input.
+    /// The epoch in which a pass of context epoch `epoch` reads the input.
     std::uint64_t fill_epoch_or(std::uint64_t epoch) const noexcept {
       const std::uint64_t v = filled_in->load(std::memory_order_relaxed);
       return v ? v - 1 : epoch;
@@ -120,6 +124,8 @@ class CacheIterator {
     }
   }
 
+  /// Movable, not assignable; destroying an iterator whose pass did not complete keeps nothing
+  /// of its fill (its temporary file is removed).
   CacheIterator(CacheIterator&&) noexcept = default;
   CacheIterator& operator=(CacheIterator&&) = delete;
   ~CacheIterator() {
@@ -131,6 +137,8 @@ class CacheIterator {
     }
   }
 
+  /// The next element, from the cache or the input, or std::nullopt at the end; an input error
+  /// surfaces in its place and leaves this pass's fill incomplete (it keeps no cache).
   std::optional<value_type> next() {
     if (ended_) return std::nullopt;  // after the end, the end forever
     if constexpr (std::is_copy_constructible_v<value_type>) {
@@ -173,6 +181,8 @@ class CacheIterator {
       w.write(reader_ ? reader_->offset() : std::uint64_t{0});  // none once ended
     }
   }
+  /// Restores what save() wrote (the mode and position of the pass), on a fresh iterator of the
+  /// same dataset; a pass saved while filling refills from its saved input state.
   void restore(StateReader& r) {
     const std::uint64_t at = r.offset();
     std::uint8_t saved = 0;
@@ -429,6 +439,8 @@ class CacheIterator {
   Mode mode_ = Mode::input;  // how this pass reads
 };
 
+/// The dataset of `ds.cache()` (memory) and `ds.cache(path)` (a file): the first complete pass
+/// fills the cache and later passes read it instead of the input.
 template <class Input>
 class CacheDataset
     : public detail::UnaryStageBase<CacheDataset<Input>, Input, typename Input::element_type> {
@@ -437,16 +449,21 @@ class CacheDataset
   using State = typename Iterator::State;
 
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "cache";
   /// It makes its input's iterators as it runs (Fingerprint::Below).
   static constexpr bool makes_input_iterators = true;
 
+  /// Caches `input` in memory (`path` empty) or in the file `path`, written with
+  /// options.file_mode.
   CacheDataset(Input input, std::string path, CacheOptions options = {})
       : CacheDataset::UnaryStageBase(std::move(input)), state_(std::make_shared<State>()) {
     state_->path = std::move(path);
     state_->file_mode = options.file_mode;
   }
 
+  /// An iterator that reads the cache when it is complete (a valid file, or the memory cache),
+  /// else passes the input through and fills it; a damaged file is rebuilt, never read.
   Iterator make_iterator(const IteratorContext& ctx) const {
     // Its fill is shared with the live pipeline's passes.
     detail::refuse_in_replica(ctx);
@@ -496,6 +513,7 @@ class CacheDataset
     return Iterator(std::move(make_input), state_->fill_epoch_or(ctx.epoch), state_, cardinality());
   }
 
+  /// The input's cardinality.
   std::int64_t cardinality() const { return this->input_cardinality(); }
 
   /// The epoch of the fill, for the states of stages above (see State).

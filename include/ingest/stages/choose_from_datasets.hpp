@@ -62,6 +62,8 @@ class ChoiceSelector {
 };
 }  // namespace detail
 
+/// The dataset of `choose_from_datasets(datasets, choices, options)`: element k is the next
+/// element of `datasets[c_k]`, c_k the k-th element of `choices`.
 template <class Inputs, class Choice>
 class ChooseFromDatasetsDataset
     : public DatasetBase<ChooseFromDatasetsDataset<Inputs, Choice>,
@@ -70,8 +72,11 @@ class ChooseFromDatasetsDataset
   using ChoiceIt = detail::child_iterator_t<Choice>;
 
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "choose_from_datasets";
 
+  /// Chooses among `inputs` by `choices` (a dataset of integers); throws InvalidArgument if
+  /// `inputs` is empty.
   ChooseFromDatasetsDataset(Inputs inputs, Choice choices, ChooseFromDatasetsOptions options)
       : inputs_(std::move(inputs)), choices_(std::move(choices)), options_(options) {
     if (list::size(inputs_) == 0) {
@@ -80,6 +85,7 @@ class ChooseFromDatasetsDataset
     }
   }
 
+  /// An iterator that opens every input and the choices in `ctx`.
   auto make_iterator(const IteratorContext& ctx) const {
     return detail::DirectedInterleaveIterator<Inputs, detail::ChoiceSelector<ChoiceIt>>(
         detail::DirectedInputs<Inputs>(inputs_, ctx, [](std::size_t) { return true; }),
@@ -88,9 +94,6 @@ class ChooseFromDatasetsDataset
         ctx.cancellation);
   }
 
-  /// The choice dataset's when every input is infinite (each choice gives an
-  /// element or an error), else unknown (0 for no choices). tf.data's kernel
-  /// says infinite whenever any input is, whatever the choices, else unknown.
   /// The inputs and the choices.
   void fingerprint(Fingerprint& fp) const {
     list::fingerprint(inputs_, fp);
@@ -98,6 +101,9 @@ class ChooseFromDatasetsDataset
     fp.add(options_.stop_on_empty_dataset);
   }
 
+  /// The choice dataset's when every input is infinite (each choice gives an
+  /// element or an error), else unknown (0 for no choices). tf.data's kernel
+  /// says infinite whenever any input is, whatever the choices, else unknown.
   std::int64_t cardinality() const {
     const std::int64_t c = detail::cardinality_of(choices_);
     if (c == 0) return 0;

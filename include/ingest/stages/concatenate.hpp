@@ -14,16 +14,20 @@
 
 namespace ingest {
 
+/// Iterator of ConcatenateDataset: the first input's elements, then the second's.
 template <class FirstIt, class Second>
 class ConcatenateIterator {
   using SecondIt = detail::child_iterator_t<Second>;
 
  public:
+  /// The element type (the first input's).
   using value_type = typename FirstIt::value_type;
 
+  /// Owns the first input's iterator; the second's is made in `ctx` once the first ends.
   ConcatenateIterator(FirstIt first, Second second, IteratorContext ctx)
       : first_(std::move(first)), second_(std::move(second)), ctx_(ctx) {}
 
+  /// The next element of the first input, then of the second; std::nullopt when both ended.
   std::optional<value_type> next() {
     if (!second_it_) {
       if (std::optional<value_type> x = first_->next()) return x;
@@ -45,6 +49,7 @@ class ConcatenateIterator {
       counters().save(w);
     }
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     bool second = false;
     r.read(second);
@@ -59,6 +64,7 @@ class ConcatenateIterator {
     }
   }
 
+  /// Bulk protocol: writes up to out.size() elements of the current input; returns how many.
   std::size_t fill(std::span<value_type> out) requires bulk_iterator<FirstIt> &&
       bulk_iterator<SecondIt> {
     return second_it_ ? second_it_->fill(out) : first_->fill(out);
@@ -78,19 +84,24 @@ class ConcatenateIterator {
   std::optional<SecondIt> second_it_;
 };
 
+/// The dataset of `a.concatenate(b)`: `a`'s elements, then `b`'s.
 template <class First, class Second>
 class ConcatenateDataset
     : public DatasetBase<ConcatenateDataset<First, Second>, typename First::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "concatenate";
 
+  /// Concatenates `first` and `second` (whose element types must match).
   ConcatenateDataset(First first, Second second)
       : first_(std::move(first)), second_(std::move(second)) {}
+  /// An iterator of the first input, then (made when that one ends) of the second.
   auto make_iterator(const IteratorContext& ctx) const {
     return ConcatenateIterator<detail::child_iterator_t<First>, Second>(
         detail::child_iterator(first_, ctx), second_, ctx);
   }
 
+  /// The sum of the inputs' cardinalities: infinite if either is, else unknown if either is.
   std::int64_t cardinality() const {
     const std::int64_t a = detail::cardinality_of(first_), b = detail::cardinality_of(second_);
     if (a == infinite_cardinality || b == infinite_cardinality) return infinite_cardinality;

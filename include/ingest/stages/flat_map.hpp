@@ -24,6 +24,7 @@
 
 namespace ingest {
 
+/// Iterator of FlatMapDataset: the elements of the dataset `f` returns for each input element.
 template <class InputIt, class F>
 class FlatMapIterator {
   using In = typename InputIt::value_type;
@@ -32,6 +33,7 @@ class FlatMapIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the input element whose dataset is open";
+  /// The element type of the datasets `f` returns.
   using value_type = typename Inner::element_type;
 
   /// `ctx` is the context the datasets f returns are iterated in.
@@ -43,6 +45,9 @@ class FlatMapIterator {
         returned_(std::move(returned), ctx),
         datasets_(std::move(ctx), " (each input)") {}
 
+  /// The next element of the open dataset, opening f(next input element) when it ends;
+  /// std::nullopt at the end of the input. Throws the error of f, of the input or of an opened
+  /// dataset where it occurs, and goes on after it on the next call.
   std::optional<value_type> next() {
     return datasets_.next([&]() -> std::optional<Inner> {
       std::optional<In> x = detail::next_counted(input_, index_);
@@ -66,6 +71,8 @@ class FlatMapIterator {
     }
     input_.save(w);
   }
+  /// Restores what save() wrote (the input element whose dataset is open), on a fresh iterator
+  /// of the same dataset.
   void restore(StateReader& r) requires(serializable<In>&& std::is_copy_constructible_v<In>) {
     returned_.restore(r);
     bool open = false;
@@ -97,16 +104,20 @@ class FlatMapIterator {
   std::optional<In> source_;  // the input element whose dataset is open
 };
 
+/// The dataset of `ds.flat_map(f)`: for each element, the elements of the dataset `f` returns.
 template <class Input, class F>
 class FlatMapDataset
     : public detail::UnaryStage<FlatMapDataset<Input, F>, Input,
                                 typename std::decay_t<std::invoke_result_t<
                                     F&, typename Input::element_type&&>>::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "flat_map";
 
+  /// Flat-maps `input` through `f` (copied into each iterator), which returns a dataset.
   FlatMapDataset(Input input, F f)
       : FlatMapDataset::UnaryStage(std::move(input)), f_(std::move(f)) {}
+  /// Wraps the input's iterator in a FlatMapIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return FlatMapIterator<It, F>(std::move(input), f_, ctx, returned_);

@@ -44,6 +44,8 @@ using group_reduce_t =
     std::decay_t<std::invoke_result_t<ReduceFn&, std::int64_t, std::vector<T>&&>>;
 }  // namespace detail
 
+/// Iterator of GroupByWindowDataset: the elements of the datasets reduce_func returns for each
+/// full window of a key.
 template <class InputIt, class KeyFn, class ReduceFn, class SizeFn>
 class GroupByWindowIterator {
   using In = typename InputIt::value_type;
@@ -54,6 +56,7 @@ class GroupByWindowIterator {
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores =
       "the elements waiting in its windows and the window whose dataset is open";
+  /// The element type of the datasets reduce_func returns.
   using value_type = typename Inner::element_type;
 
   /// `ctx` is the context the datasets reduce_func returns are iterated in.
@@ -64,6 +67,9 @@ class GroupByWindowIterator {
         reduce_fn_(std::move(reduce_fn)),
         datasets_(std::move(ctx), " (each window)") {}
 
+  /// The next element of the open dataset, reducing the next full window (the partial ones at
+  /// the end of the input, in ascending key order) when it ends; std::nullopt at the end.
+  /// Throws an element's or a window's error and goes on after it on the next call.
   std::optional<value_type> next() {
     return datasets_.next([&]() -> std::optional<Inner> {
       std::optional<detail::GroupWindow<In>> w = groups_.next();
@@ -91,6 +97,8 @@ class GroupByWindowIterator {
     }
     groups_.save(w);
   }
+  /// Restores what save() wrote (the waiting elements and the open window), on a fresh iterator
+  /// of the same dataset.
   void restore(StateReader& r) requires keeps_window {
     const std::uint64_t at = r.offset();
     bool open = false;
@@ -131,12 +139,15 @@ class GroupByWindowIterator {
   OpenWindow open_;  // the window whose dataset is open (a copy)
 };
 
+/// The dataset of `ds.group_by_window(key_func, reduce_func, window_size)`: elements grouped
+/// by key into windows, each reduced to a dataset whose elements it produces.
 template <class Input, class KeyFn, class ReduceFn, class SizeFn>
 class GroupByWindowDataset
     : public detail::UnaryStage<
           GroupByWindowDataset<Input, KeyFn, ReduceFn, SizeFn>, Input,
           typename detail::group_reduce_t<ReduceFn, typename Input::element_type>::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "group_by_window";
 
   /// With window_size_func: each key's window size is window_size_func(key).
@@ -158,6 +169,7 @@ class GroupByWindowDataset
     }
   }
 
+  /// Wraps the input's iterator in a GroupByWindowIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return GroupByWindowIterator<It, KeyFn, ReduceFn, SizeFn>(std::move(input), key_fn_, reduce_fn_,

@@ -22,15 +22,20 @@
 
 namespace ingest {
 
+/// Iterator of IgnoreErrorsDataset: its input's elements, without those that failed with an Error.
 template <class InputIt>
 class IgnoreErrorsIterator {
  public:
+  /// The element type (the input's).
   using value_type = typename InputIt::value_type;
 
+  /// Owns the input iterator; counts dropped errors in `total` (shared with the dataset).
   IgnoreErrorsIterator(InputIt input, std::shared_ptr<std::atomic<std::int64_t>> total,
                        IgnoreErrorsOptions options)
       : input_(std::move(input)), total_(std::move(total)), options_(std::move(options)) {}
 
+  /// The next element that did not fail, or std::nullopt at the end. Drops and counts each
+  /// ingest::Error (calling options.on_error with it); other exceptions propagate.
   std::optional<value_type> next() {
     for (;;) {
       try {
@@ -43,6 +48,8 @@ class IgnoreErrorsIterator {
     }
   }
 
+  /// Bulk protocol: writes up to out.size() elements of the input; a failing element stops the
+  /// chunk and next() drops it. Returns how many.
   std::size_t fill(std::span<value_type> out) requires bulk_iterator<InputIt> {
     return input_.fill(out);  // a failing element stops the chunk; next() drops it
   }
@@ -55,6 +62,7 @@ class IgnoreErrorsIterator {
     w.write(ignored_);
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(ignored_);
     input_.restore(r);
@@ -67,18 +75,23 @@ class IgnoreErrorsIterator {
   std::int64_t ignored_ = 0;
 };
 
+/// The dataset of `ds.ignore_errors(options)`: its input without the elements whose production
+/// threw an ingest::Error, which it counts.
 template <class Input>
 class IgnoreErrorsDataset
     : public detail::UnaryStage<IgnoreErrorsDataset<Input>, Input, typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "ignore_errors";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
 
+  /// Drops `input`'s failed elements; `options.on_error`, if set, sees each dropped error.
   IgnoreErrorsDataset(Input input, IgnoreErrorsOptions options)
       : IgnoreErrorsDataset::UnaryStage(std::move(input)),
         options_(std::move(options)),
         total_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
+  /// Wraps the input's iterator in an IgnoreErrorsIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     IgnoreErrorsOptions options = options_;

@@ -53,6 +53,8 @@ template <class F, class T>
 using interleaved_dataset_t = std::decay_t<std::invoke_result_t<F&, T&&>>;
 }  // namespace detail
 
+/// Iterator of InterleaveDataset: takes `block_length` elements in turn from up to
+/// `cycle_length` open datasets, each returned by `f` for an input element.
 template <class InputIt, class F>
 class InterleaveIterator {
   using In = typename InputIt::value_type;
@@ -62,12 +64,20 @@ class InterleaveIterator {
   static constexpr bool keeps_sources = serializable<In> && std::is_copy_constructible_v<In>;
 
  public:
+  /// The element type of the datasets `f` returns.
   using value_type = typename Inner::element_type;
 
+  /// The stage's parameters, resolved (no ingest::autotune left in them).
   struct Config {
+    /// @name Sizes
+    /// @{
+
+    /// The most datasets open at once; elements taken from each in turn; producers pulling at once.
     std::size_t cycle_length, block_length, parallelism;
+    /// @}
+    /// Whether elements come in the order parallelism 1 gives, or as they are ready.
     bool deterministic;
-    const std::atomic<std::int64_t>* tuned_parallelism = nullptr;  // an autotuned knob
+    const std::atomic<std::int64_t>* tuned_parallelism = nullptr;  ///< an autotuned knob
   };
 
   /// `ctx` is the context of the opened datasets; `cancel` the source whose
@@ -90,6 +100,8 @@ class InterleaveIterator {
       shared_ = std::make_unique<Shared>(config.parallelism, config.tuned_parallelism, ctx_.node);
     }
   }
+  /// Movable, not assignable; destruction cancels the opened datasets' work and joins the
+  /// producers.
   InterleaveIterator(InterleaveIterator&&) noexcept = default;
   InterleaveIterator& operator=(InterleaveIterator&&) = delete;
   ~InterleaveIterator() {
@@ -106,6 +118,9 @@ class InterleaveIterator {
     future_.clear();
   }
 
+  /// The next element in cycle order (deterministic) or from any open dataset with one ready,
+  /// or std::nullopt once the input and every open dataset ended. Throws errors of `f`, of the
+  /// input or of an open dataset at the position parallelism 1 gives them, and goes on after.
   std::optional<value_type> next() {
     if (parallel_ && !config_.deterministic) return next_any();
     while (more_inputs() || open_ > 0) {
@@ -160,6 +175,8 @@ class InterleaveIterator {
     for (const Element& e : future_) save_element(w, e, false);
     input_.save(w);
   }
+  /// Restores what save() wrote (the cycle and the input elements of the open datasets), on a
+  /// fresh iterator of the same dataset.
   void restore(StateReader& r) requires keeps_sources {
     returned_.restore(r);
     const std::uint64_t at = r.offset();
@@ -497,15 +514,21 @@ class InterleaveIterator {
   std::int64_t input_index_ = 0;
 };
 
+/// The dataset of `ds.interleave(f, options)`: elements taken in turn from the datasets `f`
+/// returns for the input's elements, up to `cycle_length` open at once.
 template <class Input, class F>
 class InterleaveDataset
     : public detail::UnaryStageBase<
           InterleaveDataset<Input, F>, Input,
           typename detail::interleaved_dataset_t<F, typename Input::element_type>::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "interleave";
+  /// Its model in the autotuner (an InterleaveNode), with the parallelism knob.
   using model_node = detail::InterleaveNode;
 
+  /// Interleaves the datasets `f` returns for `input`'s elements; throws InvalidArgument for a
+  /// cycle_length or parallelism that is not > 0 or ingest::autotune, or block_length < 1.
   InterleaveDataset(Input input, F f, InterleaveOptions options)
       : InterleaveDataset::UnaryStageBase(std::move(input)), f_(std::move(f)), options_(options) {
     detail::check_knob_option("interleave", "cycle_length", options.cycle_length);
@@ -517,6 +540,8 @@ class InterleaveDataset
     }
   }
 
+  /// An iterator on the context's runtime (autotune resolves to the runtime's thread count);
+  /// with parallelism > 1 its producers pull the open datasets ahead.
   auto make_iterator(const IteratorContext& ctx) const {
     const auto& runtime = runtime_of(ctx);
     typename InterleaveIterator<detail::child_iterator_t<Input>, F>::Config config{};

@@ -24,17 +24,22 @@
 
 namespace ingest {
 
+/// Iterator of MapDataset: `f` applied to each input element, in order, on the calling thread.
 template <class InputIt, class F>
 class MapIterator {
   using input_type = typename InputIt::value_type;
 
  public:
+  /// What `f` returns for an input element, decayed.
   using value_type = std::decay_t<std::invoke_result_t<F&, input_type&&>>;
 
+  /// Owns the input iterator and `f`.
   MapIterator(InputIt input, F f) : input_(std::move(input)), f_(std::move(f)) {}
 
   // Always inlined: see Probe::next (a std::optional returned from a call
   // that is not inlined costs a store-forwarding stall).
+  /// `f` of the next input element, or std::nullopt at the end; throws the element's error
+  /// (f's exception, or the input's) and continues after it on the next call.
   [[gnu::always_inline]] std::optional<value_type> next() {
     deferred_.rethrow_if_any();
     if (pending_ < buffered_) [[unlikely]] {
@@ -45,6 +50,8 @@ class MapIterator {
     return apply(std::move(*x));
   }
 
+  /// Bulk protocol: writes `f` of up to out.size() input elements, read in chunks from the
+  /// input's fill; returns how many. An element's error is kept for the next call of next().
   std::size_t fill(std::span<value_type> out) requires
       bulk_iterator<InputIt> && std::is_default_constructible_v<input_type> &&
       std::is_move_assignable_v<input_type> && std::is_move_assignable_v<value_type> {
@@ -109,6 +116,7 @@ class MapIterator {
     w.write_i64(index_);
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     index_ = r.read_i64();
     input_.restore(r);
@@ -131,24 +139,31 @@ class MapIterator {
   std::size_t pending_ = 0, buffered_ = 0;
 };
 
+/// The dataset of `ds.map(f)` (no options): `f` applied to every element, in order, on the
+/// iterating thread.
 template <class Input, class F>
 class MapDataset : public detail::UnaryStage<
                        MapDataset<Input, F>, Input,
                        std::decay_t<std::invoke_result_t<F&, typename Input::element_type&&>>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "map";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
 
+  /// Maps `input` through `f` (copied into each iterator).
   MapDataset(Input input, F f) : MapDataset::UnaryStage(std::move(input)), f_(std::move(f)) {}
 
+  /// Wraps the input's iterator in a MapIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext&) const {
     return MapIterator<It, F>(std::move(input), f_);
   }
 
+  /// The mapped function.
   const F& function() const noexcept { return f_; }
 
+  /// The input's cardinality.
   std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:

@@ -42,6 +42,8 @@
 
 namespace ingest {
 
+/// Iterator of MapAndBatchDataset: batches of `f`'s results, computed by the pool straight into
+/// the batch buffer.
 template <class InputIt, class F>
 class MapAndBatchIterator {
   using In = typename InputIt::value_type;
@@ -57,6 +59,7 @@ class MapAndBatchIterator {
       detail::bulk_builder<builder, Out> && map_fusing_iterator<InputIt, const F, Out>;
 
  public:
+  /// The batch type: `batch_t` of what `f` returns.
   using value_type = typename traits::batch_type;
 
   /// `capacity`: the batch size, or less when the input is known to be
@@ -89,9 +92,13 @@ class MapAndBatchIterator {
     batches_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) batches_.push_back(std::make_unique<Batch>());
   }
+  /// Movable, not assignable; destruction stops new chunks and waits for the running ones.
   MapAndBatchIterator(MapAndBatchIterator&&) noexcept = default;
   MapAndBatchIterator& operator=(MapAndBatchIterator&&) = delete;
 
+  /// The next batch, or std::nullopt at the end (or before a short last batch with
+  /// drop_remainder); a batch with a failed element (in f, in the input, or not stackable)
+  /// throws its first error.
   std::optional<value_type> next() {
     if (refused_) std::rethrow_exception(refused_);
     if constexpr (fused_source) {
@@ -158,8 +165,11 @@ class MapAndBatchIterator {
     std::size_t count = 0;
     std::int64_t first_index = 0;
     std::vector<std::size_t> chunks;  // runner slots of this batch's chunks
+    /// A chunk's first failure and the index of its element in the batch.
     struct ChunkError {
+      /// The failure.
       std::exception_ptr error;
+      /// Its element's index in the batch.
       std::size_t index;
     };
     std::vector<ChunkError> chunk_errors;
@@ -571,20 +581,27 @@ class MapAndBatchIterator {
   detail::Replay replay_;  // after a restore: the batches to drop
 };
 
+/// The dataset of `ds.map(f, {.parallelism}).batch(n)`, fused: each result is written straight
+/// into its slot of the batch.
 template <class Input, class F>
 class MapAndBatchDataset
     : public detail::UnaryStage<
           MapAndBatchDataset<Input, F>, Input,
           batch_t<std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "map_and_batch";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
   /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
   static constexpr bool anchors_input = true;
+  /// It stacks elements: tracing records every call from this stage on.
   static constexpr bool batches = true;
+  /// Its model in the autotuner (a ParallelMapNode), with the parallelism knob.
   using model_node = detail::ParallelMapNode;
 
+  /// Maps `input` through `f` and batches the results `batch_size` at a time; throws
+  /// InvalidArgument for a parallelism that is not > 0 or ingest::autotune, or batch_size <= 0.
   MapAndBatchDataset(Input input, F f, MapOptions map_options, std::int64_t batch_size,
                      BatchOptions batch_options)
       : MapAndBatchDataset::UnaryStage(std::move(input)),
@@ -599,6 +616,8 @@ class MapAndBatchDataset
     }
   }
 
+  /// Wraps the input's iterator in a MapAndBatchIterator on the context's runtime (called by
+  /// make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
@@ -611,6 +630,8 @@ class MapAndBatchDataset
         map_options_.deterministic.value_or(ctx.deterministic), ctx, n == infinite_cardinality);
   }
 
+  /// The number of batches: the input's cardinality divided by the batch size, rounded up
+  /// (down with drop_remainder); infinite or unknown as the input's.
   std::int64_t cardinality() const {
     return detail::batched_cardinality(this->input_cardinality(), batch_size_,
                                        batch_options_.drop_remainder);
@@ -622,6 +643,8 @@ class MapAndBatchDataset
     fp.add(batch_size_).add(batch_options_.drop_remainder);
   }
 
+  /// The name of its row in stats and the trace: the map's name plus " + batch" (empty: the
+  /// stage name).
   std::string node_name() const {
     return map_options_.name.empty() ? std::string() : map_options_.name + " + batch";
   }

@@ -24,14 +24,17 @@
 
 namespace ingest {
 
+/// Iterator of PaddedBatchDataset: batches of elements padded to a common shape.
 template <class InputIt>
 class PaddedBatchIterator {
   using element_type = typename InputIt::value_type;
   using traits = padded_batch_traits<element_type>;
 
  public:
+  /// The padded batch type (padded_batch_traits of the input's element type).
   using value_type = typename traits::batch_type;
 
+  /// Owns the input iterator; batches come from `allocator`; `cancel` is checked while gathering.
   PaddedBatchIterator(InputIt input, std::size_t batch_size, PaddedBatchOptions options,
                       Allocator* allocator, CancellationToken cancel = {})
       : input_(std::move(input)),
@@ -43,6 +46,8 @@ class PaddedBatchIterator {
     elements_.reserve(std::min<std::size_t>(batch_size, 64));
   }
 
+  /// The next padded batch, or std::nullopt at the end (or before a short last batch with
+  /// drop_remainder); a batch holding a failed element throws that element's error.
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     elements_.clear();
@@ -87,6 +92,7 @@ class PaddedBatchIterator {
     w.write(consumed_, done_);
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(consumed_, done_);
     input_.restore(r);
@@ -103,17 +109,23 @@ class PaddedBatchIterator {
   bool done_ = false;
 };
 
+/// The dataset of `ds.padded_batch(n, options)`: batches whose components are padded to a
+/// common shape.
 template <class Input>
 class PaddedBatchDataset
     : public detail::UnaryStage<
           PaddedBatchDataset<Input>, Input,
           typename padded_batch_traits<typename Input::element_type>::batch_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "padded_batch";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
+  /// It stacks elements: tracing records every call from this stage on.
   static constexpr bool batches = true;
 
+  /// Batches `input` `batch_size` elements at a time, padded as `options` says; throws
+  /// InvalidArgument if `batch_size` <= 0 or the padded shapes or values do not fit the element.
   PaddedBatchDataset(Input input, std::int64_t batch_size, PaddedBatchOptions options)
       : PaddedBatchDataset::UnaryStage(std::move(input)),
         batch_size_(batch_size),
@@ -126,6 +138,7 @@ class PaddedBatchDataset
     detail::check_padded_batch_options(
         batch_size, options_, padded_batch_traits<typename Input::element_type>::components);
   }
+  /// Wraps the input's iterator in a PaddedBatchIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(batch_size_);
@@ -133,8 +146,11 @@ class PaddedBatchDataset
                                    options_, ctx.allocator, ctx.cancellation);
   }
 
+  /// Adds the batch size and drop_remainder to the pipeline's fingerprint.
   void fingerprint(Fingerprint& fp) const { fp.add(batch_size_).add(options_.drop_remainder); }
 
+  /// The number of batches: the input's cardinality divided by the batch size, rounded up
+  /// (down with drop_remainder); infinite or unknown as the input's.
   std::int64_t cardinality() const {
     return detail::batched_cardinality(this->input_cardinality(), batch_size_,
                                        options_.drop_remainder);

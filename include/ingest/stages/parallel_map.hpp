@@ -37,11 +37,14 @@
 
 namespace ingest {
 
+/// Iterator of ParallelMapDataset: `f` applied to the input's elements by the runtime's pool,
+/// at most `parallelism` calls in flight.
 template <class InputIt, class F>
 class ParallelMapIterator {
   using In = typename InputIt::value_type;
 
  public:
+  /// What `f` returns for an input element, decayed.
   using value_type = std::decay_t<std::invoke_result_t<const F&, In&&>>;
 
   /// `node` (may be null) holds the parallelism knob and receives the
@@ -58,11 +61,14 @@ class ParallelMapIterator {
     inflight_.reserve(engine_.slots());
     anchors_.watch(std::move(checkpointed));
   }
+  /// Movable, not assignable; destruction stops new calls and waits for the running ones.
   ParallelMapIterator(ParallelMapIterator&&) noexcept = default;
   ParallelMapIterator& operator=(ParallelMapIterator&&) = delete;
 
   // The inline fast path is kept small and always inlined into the consumer
   // (see Probe::next: an std::optional returned from a call costs a stall).
+  /// The next result (in input order when deterministic, else as calls finish), or
+  /// std::nullopt at the end; an exception from `f` surfaces at its element's position.
   [[gnu::always_inline]] std::optional<value_type> next() {
     if constexpr (blocks) {
       if (block_pos_ < block_end_) [[likely]]
@@ -350,24 +356,32 @@ class ParallelMapIterator {
   detail::Replay replay_;  // after a restore: the results to drop
 };
 
+/// The dataset of `ds.map(f, options)`: `f` applied to the elements by the runtime's pool, at
+/// most `options.parallelism` calls in flight.
 template <class Input, class F>
 class ParallelMapDataset
     : public detail::UnaryStage<
           ParallelMapDataset<Input, F>, Input,
           std::decay_t<std::invoke_result_t<const F&, typename Input::element_type&&>>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "parallel_map";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
   /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
   static constexpr bool anchors_input = true;
+  /// Its model in the autotuner (a ParallelMapNode), with the parallelism knob.
   using model_node = detail::ParallelMapNode;
 
+  /// Maps `input` through `f` (called concurrently, as const); throws InvalidArgument for a
+  /// parallelism that is not > 0 or ingest::autotune.
   ParallelMapDataset(Input input, F f, MapOptions options)
       : ParallelMapDataset::UnaryStage(std::move(input)), f_(std::move(f)), options_(options) {
     detail::check_knob_option("map", "parallelism", options.parallelism);
   }
 
+  /// Wraps the input's iterator in a ParallelMapIterator on the context's runtime (called by
+  /// make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     const std::size_t parallelism = detail::configure_parallelism(ctx, options_.parallelism);
@@ -376,10 +390,14 @@ class ParallelMapDataset
                                       runtime_of(ctx), ctx.node, detail::checkpoint_flag(ctx));
   }
 
+  /// The mapped function.
   const F& function() const noexcept { return f_; }
+  /// The options it was made with.
   const MapOptions& options() const noexcept { return options_; }
+  /// The name of its row in stats and the trace (options.name; empty: the stage name).
   std::string_view node_name() const noexcept { return options_.name; }
 
+  /// The input's cardinality.
   std::int64_t cardinality() const { return this->input_cardinality(); }
 
  private:

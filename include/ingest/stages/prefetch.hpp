@@ -31,17 +31,23 @@ namespace ingest {
 /// the pipeline's RAM budget).
 inline constexpr std::int64_t max_tuned_buffer = 64;
 
+/// The dataset of `ds.prefetch(n)`: a producer thread runs up to `n` elements ahead of the
+/// consumer (ingest::autotune: a tuned buffer; 0: no buffer).
 template <class Input>
 class PrefetchDataset
     : public detail::UnaryStageBase<PrefetchDataset<Input>, Input, typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "prefetch";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
   /// Its state holds its input's state at an anchor (runtime/anchors.hpp).
   static constexpr bool anchors_input = true;
+  /// Its model in the autotuner (a PrefetchNode): a producer thread with a tunable buffer.
   using model_node = detail::PrefetchNode;
 
+  /// Prefetches up to `buffer_size` elements of `input`; throws InvalidArgument if it is
+  /// negative and not ingest::autotune.
   PrefetchDataset(Input input, std::int64_t buffer_size)
       : PrefetchDataset::UnaryStageBase(std::move(input)), buffer_size_(buffer_size) {
     if (buffer_size != autotune && buffer_size < 0) {
@@ -51,6 +57,7 @@ class PrefetchDataset
     }
   }
 
+  /// A PrefetchIterator on the context's runtime; its producer starts on the first next().
   auto make_iterator(const IteratorContext& ctx) const {
     const auto& runtime = runtime_of(ctx);
     const std::size_t size =

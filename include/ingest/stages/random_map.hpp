@@ -44,16 +44,21 @@ struct SeededCall {
 };
 }  // namespace detail
 
+/// Iterator of RandomSeedDataset: pairs each input element with its generator's seed.
 template <class InputIt>
 class RandomSeedIterator {
   using input_type = typename InputIt::value_type;
 
  public:
+  /// `(seed, element)`: the seed from element_seed(seed, epoch, position).
   using value_type = std::pair<std::uint64_t, input_type>;
 
+  /// Owns the input iterator; `epoch` is the pass of the enclosing repeats.
   RandomSeedIterator(InputIt input, std::uint64_t seed, std::uint64_t epoch)
       : input_(std::move(input)), seed_(seed), epoch_(epoch) {}
 
+  /// The next element with its seed, or std::nullopt at the end; a failed element throws and
+  /// uses up its position.
   std::optional<value_type> next() {
     const std::uint64_t position = position_++;  // a failed input element uses up its position
     std::optional<input_type> x = input_.next();
@@ -70,6 +75,7 @@ class RandomSeedIterator {
     w.write(position_);
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(position_);
     input_.restore(r);
@@ -88,18 +94,22 @@ class RandomSeedDataset
     : public detail::UnaryStage<RandomSeedDataset<Input>, Input,
                                 std::pair<std::uint64_t, typename Input::element_type>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "random_seed";
 
   /// Without `seed`, one is drawn now: every copy and iterator shares it.
   RandomSeedDataset(Input input, std::optional<std::uint64_t> seed)
       : RandomSeedDataset::UnaryStage(std::move(input)), seed_(seed ? *seed : random_seed()) {}
 
+  /// Wraps the input's iterator in a RandomSeedIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return RandomSeedIterator<It>(std::move(input), seed_, ctx.epoch);
   }
 
+  /// The seed every element's seed derives from.
   std::uint64_t seed() const noexcept { return seed_; }
+  /// The input's cardinality.
   std::int64_t cardinality() const { return this->input_cardinality(); }
 
   /// The seed (one drawn when the dataset was built differs between

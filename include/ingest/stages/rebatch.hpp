@@ -35,6 +35,7 @@
 
 namespace ingest {
 
+/// Iterator of RebatchDataset: re-cuts the input's batches into batches of the given sizes.
 template <class InputIt>
 class RebatchIterator {
   using traits = rebatch_traits<typename InputIt::value_type>;
@@ -42,8 +43,10 @@ class RebatchIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the input batch it is cutting";
+  /// The batch type (the input's).
   using value_type = typename InputIt::value_type;
 
+  /// Owns the input iterator; `sizes` are cycled; batches of several inputs come from `allocator`.
   RebatchIterator(InputIt input, std::shared_ptr<const std::vector<std::int64_t>> sizes,
                   bool drop_remainder, Allocator* allocator, CancellationToken cancel = {})
       : input_(std::move(input)),
@@ -53,6 +56,9 @@ class RebatchIterator {
         allocator_(allocator),
         cancel_(std::move(cancel)) {}
 
+  /// The next batch of the next size in the cycle, or std::nullopt at the end (or before a short
+  /// last batch with drop_remainder); throws an error of the input, or of a batch that cannot be
+  /// cut, for the batch being built and starts the next one afresh on the next call.
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     const auto want = static_cast<std::size_t>((*sizes_)[size_index_]);
@@ -108,6 +114,8 @@ class RebatchIterator {
     if (prototype_) w.write_element(*prototype_);
     input_.save(w);
   }
+  /// Restores what save() wrote (with the batch being cut), on a fresh iterator of the same
+  /// dataset.
   void restore(StateReader& r) requires serializable<value_type> {
     const std::uint64_t at = r.offset();
     bool cutting = false, prototype = false;
@@ -201,11 +209,15 @@ class RebatchIterator {
   std::optional<value_type> prototype_;                      // an empty batch, for sizes of 0
 };
 
+/// The dataset of `ds.rebatch(n)` or `ds.rebatch(sizes)`: the input's batches re-cut into
+/// batches of new sizes along their first dimension.
 template <class Input>
 class RebatchDataset
     : public detail::UnaryStage<RebatchDataset<Input>, Input, typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "rebatch";
+  /// It makes batches: tracing records every call from this stage on.
   static constexpr bool batches = true;
 
   /// One size for every batch.
@@ -241,12 +253,14 @@ class RebatchDataset
     sizes_ = std::make_shared<const std::vector<std::int64_t>>(std::move(batch_sizes));
   }
 
+  /// Wraps the input's iterator in a RebatchIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return RebatchIterator<It>(std::move(input), sizes_, options_.drop_remainder, ctx.allocator,
                                ctx.cancellation);
   }
 
+  /// The batch sizes, cycled.
   const std::vector<std::int64_t>& batch_sizes() const noexcept { return *sizes_; }
 
   /// The batch sizes and drop_remainder.

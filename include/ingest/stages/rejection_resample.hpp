@@ -155,6 +155,8 @@ struct ResampleParams {
 
 }  // namespace detail
 
+/// Iterator of RejectionResampleDataset: `(class, element)` pairs whose classes follow the
+/// target distribution.
 template <class InputIt, class F>
 class RejectionResampleIterator {
   using In = typename InputIt::value_type;
@@ -170,8 +172,11 @@ class RejectionResampleIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the block of elements it estimates from";
+  /// `(class, element)`, the class from class_func.
   using value_type = std::pair<std::int64_t, In>;
 
+  /// Owns the iterators of the two passes over the input ("original" and "filtered"; either
+  /// may be absent when never drawn from), class_func `f` and the generators' `seed`.
   RejectionResampleIterator(std::optional<InputIt> original, std::optional<InputIt> filtered, F f,
                             std::shared_ptr<const detail::ResampleParams> params,
                             std::uint64_t seed, CancellationToken cancel)
@@ -197,6 +202,8 @@ class RejectionResampleIterator {
     }
   }
 
+  /// The next `(class, element)`, drawn from the original or the accepted elements; std::nullopt
+  /// once the stream drawn from ends. Throws an element's error where it occurs.
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     std::optional<value_type> out = draw_original() ? next_original() : next_filtered();
@@ -235,6 +242,8 @@ class RejectionResampleIterator {
     if (original_) original_->save(w);
     if (filtered_) filtered_->save(w);
   }
+  /// Restores what save() wrote (generators, estimate and block), on a fresh iterator of the
+  /// same dataset.
   void restore(StateReader& r) requires serializable<In> {
     for (Rng* rng : {&accept_rng_, &choose_rng_}) {
       std::uint64_t s[4];
@@ -409,11 +418,14 @@ class RejectionResampleIterator {
   bool filtered_done_ = false;
 };
 
+/// The dataset of `ds.rejection_resample(class_func, target_dist, options)`: the input
+/// resampled so that its classes follow `target_dist`.
 template <class Input, class F>
 class RejectionResampleDataset
     : public detail::UnaryStageBase<RejectionResampleDataset<Input, F>, Input,
                                     std::pair<std::int64_t, typename Input::element_type>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "rejection_resample";
 
   /// Throws InvalidArgument for a target_dist or initial_dist that is empty,

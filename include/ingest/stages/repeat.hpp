@@ -23,16 +23,22 @@
 
 namespace ingest {
 
+/// Iterator of RepeatDataset: passes over its input one after another, each with a fresh iterator.
 template <class Input>
 class RepeatIterator {
   using InputIt = detail::child_iterator_t<Input>;
 
  public:
+  /// The element type (the input's).
   using value_type = typename Input::element_type;
 
+  /// Copies the input dataset; each pass makes its iterator in `ctx` (with the pass number as
+  /// epoch).
   RepeatIterator(Input input, std::int64_t count, IteratorContext ctx)
       : input_(std::move(input)), ctx_(ctx), count_(count) {}
 
+  /// The next element, starting the next pass when one ends; std::nullopt after `count` passes or
+  /// after a pass that yielded no element. Throws an element's error and continues after it.
   std::optional<value_type> next() {
     while (start_epoch()) {
       std::optional<value_type> x = current_->next();  // an error leaves produced_ as is
@@ -45,6 +51,7 @@ class RepeatIterator {
     return std::nullopt;
   }
 
+  /// Bulk protocol: writes up to out.size() elements, across passes; returns how many.
   std::size_t fill(std::span<value_type> out) requires bulk_iterator<InputIt> {
     std::size_t n = 0;
     while (n < out.size() && start_epoch()) {
@@ -68,6 +75,7 @@ class RepeatIterator {
     w.write_bool(current_.has_value());
     if (current_) current_->save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     counters().read(r);
     epoch_ = r.read_i64();
@@ -114,14 +122,17 @@ class RepeatIterator {
   bool done_ = false;
 };
 
+/// The dataset of `ds.repeat(count)`: the input `count` times over (-1: forever).
 template <class Input>
 class RepeatDataset
     : public detail::UnaryStageBase<RepeatDataset<Input>, Input, typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "repeat";
   /// It makes its input's iterators as it runs (Fingerprint::Below).
   static constexpr bool makes_input_iterators = true;
 
+  /// Repeats `input` `count` times; throws InvalidArgument if `count` < -1.
   RepeatDataset(Input input, std::int64_t count)
       : RepeatDataset::UnaryStageBase(std::move(input)), count_(count) {
     detail::check_count("repeat", count, "forever");
@@ -132,8 +143,11 @@ class RepeatDataset
     return RepeatIterator<Input>(this->input(), count_, ctx);
   }
 
+  /// Adds `count` to the pipeline's fingerprint.
   void fingerprint(Fingerprint& fp) const { fp.add(count_); }
 
+  /// The input's cardinality times `count`: 0 if either is 0; infinite_cardinality for `count` -1
+  /// (unknown_cardinality if the input's is unknown).
   std::int64_t cardinality() const {
     const std::int64_t n = this->input_cardinality();
     if (n == 0 || count_ == 0) return 0;

@@ -149,6 +149,8 @@ inline std::vector<double> sample_weights(std::size_t count,
 }
 }  // namespace detail
 
+/// The dataset of `sample_from_datasets(datasets, weights, seed, options)`: each element from
+/// an input drawn at random with probability proportional to its weight.
 template <class Inputs>
 class SampleFromDatasetsDataset
     : public DatasetBase<SampleFromDatasetsDataset<Inputs>,
@@ -156,8 +158,12 @@ class SampleFromDatasetsDataset
   using list = detail::dataset_list<Inputs>;
 
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "sample_from_datasets";
 
+  /// Samples from `inputs` with `weights` (uniform when absent; normalised); without `seed`, one
+  /// is drawn now. Throws InvalidArgument if `inputs` is empty, or for weights of the wrong
+  /// number, negative or not finite, or all 0.
   SampleFromDatasetsDataset(Inputs inputs, std::optional<std::vector<double>> weights,
                             std::optional<std::uint64_t> seed, SampleFromDatasetsOptions options)
       : inputs_(std::move(inputs)),
@@ -168,6 +174,7 @@ class SampleFromDatasetsDataset
         base_seed_(seed ? *seed : random_seed()),
         passes_(std::make_shared<std::atomic<std::uint64_t>>(0)) {}
 
+  /// An iterator over the inputs of weight > 0, drawing with the seed of the next pass.
   auto make_iterator(const IteratorContext& ctx) const {
     // Every pass over the dataset (and its copies) gets its own stream.
     const auto passes = detail::shared_counter(ctx, passes_);

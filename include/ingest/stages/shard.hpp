@@ -33,18 +33,24 @@
 
 namespace ingest {
 
+/// Iterator of ShardDataset: the input's elements at the positions this shard keeps.
 template <class InputIt, bool Marked>
 class ShardIterator {
  public:
+  /// The input's element type.
   using input_type = typename InputIt::value_type;
+  /// The element type: the input's, or `(element, valid)` pairs for shard_padded.
   using value_type = std::conditional_t<Marked, std::pair<input_type, bool>, input_type>;
 
+  /// Owns the input iterator; keeps positions k with k % num_shards == index.
   ShardIterator(InputIt input, std::int64_t num_shards, std::int64_t index, Remainder remainder)
       : input_(std::move(input)),
         num_shards_(static_cast<std::uint64_t>(num_shards)),
         index_(static_cast<std::uint64_t>(index)),
         remainder_(remainder) {}
 
+  /// The next kept element (padding at the end as `remainder` says), or std::nullopt at the end;
+  /// throws the error of a kept position only.
   std::optional<value_type> next() {
     for (;;) {
       if (done_) return pad();
@@ -100,6 +106,7 @@ class ShardIterator {
     }
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(position_, done_);
     if constexpr (Marked) {
@@ -162,16 +169,21 @@ class ShardIterator {
   bool pad_due_ = false;
 };
 
+/// The dataset of `ds.shard(num_shards, index)`, `ds.shard(world)` and `ds.shard_padded(world)`:
+/// the elements at the positions k with k % num_shards == index.
 template <class Input, bool Marked>
 class ShardDataset : public detail::UnaryStage<
                          ShardDataset<Input, Marked>, Input,
                          std::conditional_t<Marked, std::pair<typename Input::element_type, bool>,
                                             typename Input::element_type>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "shard";
   /// Reads every element of its input (distributed::restore: a stream's shard).
   static constexpr bool reads_every_element = true;
 
+  /// Shard `index` of `num_shards`; throws InvalidArgument if num_shards <= 0, index is not in
+  /// [0, num_shards), or `remainder` is Remainder::pad outside shard_padded.
   ShardDataset(Input input, std::int64_t num_shards, std::int64_t index,
                Remainder remainder = Remainder::uneven)
       : ShardDataset::UnaryStage(std::move(input)),
@@ -198,11 +210,13 @@ class ShardDataset : public detail::UnaryStage<
   ShardDataset(Input input, const distributed::World& world, Remainder remainder)
       : ShardDataset(std::move(input), world.world_size, world.rank, remainder) {}
 
+  /// Wraps the input's iterator in a ShardIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext&) const {
     return ShardIterator<It, Marked>(std::move(input), num_shards_, index_, remainder_);
   }
 
+  /// The number of elements this shard yields of the input's cardinality, as `remainder` splits it.
   std::int64_t cardinality() const {
     return detail::map_cardinality(this->input_cardinality(), [&](std::int64_t k) {
       switch (remainder_) {
@@ -214,6 +228,7 @@ class ShardDataset : public detail::UnaryStage<
     });
   }
 
+  /// Adds num_shards, index and the remainder policy to the pipeline's fingerprint.
   void fingerprint(Fingerprint& fp) const {
     fp.add(num_shards_).add(index_);
     if (remainder_ != Remainder::uneven) fp.add(static_cast<std::uint64_t>(remainder_));

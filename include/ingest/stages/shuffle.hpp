@@ -36,11 +36,13 @@
 
 namespace ingest {
 
+/// Iterator of ShuffleDataset: tf.data's fill-then-sample shuffle over a buffer of elements.
 template <class InputIt>
 class ShuffleIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "its buffered elements";
+  /// The element type (the input's).
   using value_type = typename InputIt::value_type;
 
   /// `passes`, where the dataset reshuffles each pass: its pass counter,
@@ -60,6 +62,9 @@ class ShuffleIterator {
         pass_(pass),
         checkpointed_(std::move(checkpointed)) {}
 
+  /// A random element of the buffer (filled on the first call, refilled from the input), or
+  /// std::nullopt once the input ended and the buffer drained. Throws an input error (the
+  /// element is dropped): at once while filling, on the following call afterwards.
   std::optional<value_type> next() {
     deferred_.rethrow_if_any();
     if (!filled_) fill();
@@ -120,6 +125,8 @@ class ShuffleIterator {
     }
     input_.save(w);
   }
+  /// Restores what save() wrote (the buffer and the generator), on a fresh iterator of the same
+  /// dataset.
   void restore(StateReader& r) requires serializable<value_type> {
     const std::uint64_t at = r.offset();
     std::uint64_t rng[4];
@@ -211,12 +218,17 @@ class ShuffleIterator {
   detail::DeferredError deferred_;
 };
 
+/// The dataset of `ds.shuffle(buffer_size, options)`: its input in random order, through a
+/// buffer of `buffer_size` elements.
 template <class Input>
 class ShuffleDataset
     : public detail::UnaryStage<ShuffleDataset<Input>, Input, typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "shuffle";
 
+  /// Shuffles `input` through a buffer of `buffer_size` elements; without options.seed one is drawn
+  /// now. Throws InvalidArgument if `buffer_size` < 1.
   ShuffleDataset(Input input, std::int64_t buffer_size, ShuffleOptions options)
       : ShuffleDataset::UnaryStage(std::move(input)),
         buffer_size_(buffer_size),
@@ -229,6 +241,8 @@ class ShuffleDataset
     }
   }
 
+  /// Wraps the input's iterator in a ShuffleIterator with the seed of the next pass (called by
+  /// make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     // Every pass over the dataset (and its copies) gets its own stream.
@@ -241,6 +255,7 @@ class ShuffleDataset
         options_.reshuffle_each_iteration ? passes : nullptr, pass, detail::checkpoint_flag(ctx));
   }
 
+  /// The input's cardinality.
   std::int64_t cardinality() const { return this->input_cardinality(); }
 
   /// The buffer size and the seed (a seed drawn from the OS differs between

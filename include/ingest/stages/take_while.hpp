@@ -18,13 +18,18 @@
 
 namespace ingest {
 
+/// Iterator of TakeWhileDataset: the input's elements up to the first the predicate rejects.
 template <class InputIt, class Pred>
 class TakeWhileIterator {
  public:
+  /// The element type (the input's).
   using value_type = typename InputIt::value_type;
 
+  /// Owns the input iterator and the predicate.
   TakeWhileIterator(InputIt input, Pred pred) : input_(std::move(input)), pred_(std::move(pred)) {}
 
+  /// The next element if it passes, else std::nullopt (and so on from then); throws an element's
+  /// error (the predicate's exception, or the input's) and tests the next element on the next call.
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     std::optional<value_type> x = detail::next_counted(input_, index_);
@@ -42,6 +47,7 @@ class TakeWhileIterator {
     w.write(index_, done_);
     input_.save(w);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(index_, done_);
     input_.restore(r);
@@ -54,14 +60,18 @@ class TakeWhileIterator {
   bool done_ = false;
 };
 
+/// The dataset of `ds.take_while(pred)`: the elements before the first for which `pred` is false.
 template <class Input, class Pred>
 class TakeWhileDataset : public detail::UnaryStage<TakeWhileDataset<Input, Pred>, Input,
                                                    typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "take_while";
 
+  /// Takes elements of `input` while `pred` (copied into each iterator) holds.
   TakeWhileDataset(Input input, Pred pred)
       : TakeWhileDataset::UnaryStage(std::move(input)), pred_(std::move(pred)) {}
+  /// Wraps the input's iterator in a TakeWhileIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext&) const {
     return TakeWhileIterator<It, Pred>(std::move(input), pred_);

@@ -20,6 +20,7 @@
 
 namespace ingest {
 
+/// Iterator of UnbatchDataset: the rows of each input batch, one at a time.
 template <class InputIt>
 class UnbatchIterator {
   using batch_type = typename InputIt::value_type;
@@ -28,10 +29,14 @@ class UnbatchIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the batch it is splitting";
+  /// The row type (unbatch_traits of the batch type).
   using value_type = typename traits::element_type;
 
+  /// Owns the input iterator.
   explicit UnbatchIterator(InputIt input) : input_(std::move(input)) {}
 
+  /// The next row, reading the next batch when one is used up; std::nullopt at the end. A failed
+  /// input batch throws its error and the next call goes on with the following batch.
   std::optional<value_type> next() {
     while (!current_ || pos_ == size_) {
       current_.reset();
@@ -60,6 +65,8 @@ class UnbatchIterator {
     }
     input_.save(w);
   }
+  /// Restores what save() wrote (with the batch being split), on a fresh iterator of the same
+  /// dataset.
   void restore(StateReader& r) requires serializable<batch_type> {
     bool splitting = false;
     r.read(splitting);
@@ -85,14 +92,18 @@ class UnbatchIterator {
   std::size_t pos_ = 0, size_ = 0;
 };
 
+/// The dataset of `ds.unbatch()`: each batch split back into its rows (Tensor rows are views).
 template <class Input>
 class UnbatchDataset : public detail::UnaryStage<
                            UnbatchDataset<Input>, Input,
                            typename unbatch_traits<typename Input::element_type>::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "unbatch";
 
+  /// Splits the batches of `input`.
   explicit UnbatchDataset(Input input) : UnbatchDataset::UnaryStage(std::move(input)) {}
+  /// Wraps the input's iterator in an UnbatchIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext&) const {
     return UnbatchIterator<It>(std::move(input));

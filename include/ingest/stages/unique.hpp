@@ -21,16 +21,21 @@
 
 namespace ingest {
 
+/// Iterator of UniqueDataset: the input's elements not seen before in this pass.
 template <class InputIt>
 class UniqueIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the elements it has seen";
+  /// The element type (the input's).
   using value_type = typename InputIt::value_type;
 
+  /// Owns the input iterator; `cancel` is checked between repeated elements.
   UniqueIterator(InputIt input, CancellationToken cancel)
       : input_(std::move(input)), cancel_(std::move(cancel)) {}
 
+  /// The next element not seen before, or std::nullopt at the end; throws an element's error (the
+  /// input's, or the hash's or ==) and continues after it on the next call.
   std::optional<value_type> next() {
     auto insert = [this](const value_type& v) { return seen_.insert(v).second; };
     while (std::optional<value_type> x = detail::next_counted(input_, index_)) {
@@ -49,6 +54,7 @@ class UniqueIterator {
     for (const value_type& v : seen_) w.write_element(v);
     input_.save(w);
   }
+  /// Restores what save() wrote (the elements seen), on a fresh iterator of the same dataset.
   void restore(StateReader& r) requires serializable<value_type> { restore_seen(r); }
 
  private:
@@ -73,13 +79,18 @@ class UniqueIterator {
   std::int64_t index_ = 0;
 };
 
+/// The dataset of `ds.unique()`: the elements not seen before in the pass, in order (each
+/// iterator keeps a copy of every distinct element).
 template <class Input>
 class UniqueDataset
     : public detail::UnaryStage<UniqueDataset<Input>, Input, typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "unique";
 
+  /// Removes repeated elements of `input` (elements need std::hash and ==).
   explicit UniqueDataset(Input input) : UniqueDataset::UnaryStage(std::move(input)) {}
+  /// Wraps the input's iterator in a UniqueIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     return UniqueIterator<It>(std::move(input), ctx.cancellation);

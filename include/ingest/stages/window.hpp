@@ -46,6 +46,7 @@ inline std::int64_t window_span(std::int64_t size, std::int64_t stride) {
 }
 }  // namespace detail
 
+/// Iterator of WindowDataset: windows of input elements as `std::vector<T>`.
 template <class InputIt>
 class WindowIterator {
   using element_type = typename InputIt::value_type;
@@ -53,8 +54,11 @@ class WindowIterator {
  public:
   /// What a checkpoint stores of its own (values, through ingest::serializer).
   static constexpr std::string_view checkpoint_stores = "the input elements its next windows hold";
+  /// A window: `std::vector` of the input's element type.
   using value_type = std::vector<element_type>;
 
+  /// Owns the input iterator; window i starts at input element i * shift and takes every
+  /// `stride`-th element over `span` = (size - 1) * stride + 1 elements.
   WindowIterator(InputIt input, std::int64_t shift, std::int64_t stride, std::int64_t span,
                  bool drop_remainder, CancellationToken cancel = {})
       : input_(std::move(input)),
@@ -64,6 +68,8 @@ class WindowIterator {
         drop_remainder_(drop_remainder),
         cancel_(std::move(cancel)) {}
 
+  /// The next window, or std::nullopt at the end (or before a short window with
+  /// drop_remainder); a window holding a failed element throws the first such error.
   std::optional<value_type> next() {
     skip_pending();
     while (!input_done_ && buffer_.size() < span_) pull_one();
@@ -116,6 +122,8 @@ class WindowIterator {
     for (const Slot& s : buffer_) w.write_element(*s.value);
     input_.save(w);
   }
+  /// Restores what save() wrote (the elements its next windows hold), on a fresh iterator of the
+  /// same dataset.
   void restore(StateReader& r) requires serializable<element_type> {
     const std::uint64_t at = r.offset();
     std::size_t held = 0;
@@ -179,12 +187,15 @@ class WindowIterator {
   bool input_done_ = false;
 };
 
+/// The dataset of `ds.window(size, options)`: windows of up to `size` elements as
+/// `std::vector<T>`, one every `shift` elements.
 template <class Input>
 class WindowDataset : public detail::UnaryStage<WindowDataset<Input>, Input,
                                                 std::vector<typename Input::element_type>> {
   using In = typename Input::element_type;
 
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "window";
 
   /// Throws InvalidArgument unless size, shift and stride are > 0, or when
@@ -206,6 +217,7 @@ class WindowDataset : public detail::UnaryStage<WindowDataset<Input>, Input,
                             {.stage = "window"});
     }
   }
+  /// Wraps the input's iterator in a WindowIterator (called by make_iterator).
   template <class It>
   auto make_stage_iterator(It input, const IteratorContext& ctx) const {
     if (ctx.node) ctx.node->nominal_ratio = static_cast<double>(shift_);

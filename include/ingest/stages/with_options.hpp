@@ -21,15 +21,21 @@
 
 namespace ingest {
 
+/// The dataset of `ds.with_options(options)`: runs the stages before it with these settings
+/// (threads, runtime, determinism, autotuning, RAM budget, tracing, checkpointing, auto_shard).
 template <class Input>
 class WithOptionsDataset : public detail::UnaryStageBase<WithOptionsDataset<Input>, Input,
                                                          typename Input::element_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "with_options";
   /// At a save, every input element it pulled is delivered (distributed::restore).
   static constexpr bool elastic_passthrough = true;
+  /// It configures its input and is no stage of its own: stats() shows no row for it.
   static constexpr bool hidden = true;  // configuration, not a stage
 
+  /// Applies `options` to `input`; throws InvalidArgument for threads == 0 or an auto_shard rank
+  /// outside [0, world_size).
   WithOptionsDataset(Input input, PipelineOptions options)
       : WithOptionsDataset::UnaryStageBase(std::move(input)), options_(std::move(options)) {
     if (options_.threads && *options_.threads == 0) {
@@ -43,6 +49,8 @@ class WithOptionsDataset : public detail::UnaryStageBase<WithOptionsDataset<Inpu
     }
   }
 
+  /// An iterator of the input made in a context with these options (and, with .threads, a
+  /// private runtime released with the iterator).
   auto make_iterator(const IteratorContext& ctx) const {
     IteratorContext inner = ctx;
     if (options_.runtime) {

@@ -19,13 +19,18 @@
 
 namespace ingest {
 
+/// Iterator of ZipDataset: tuples of its inputs' elements, position by position.
 template <class... InputIts>
 class ZipIterator {
  public:
+  /// A tuple of the inputs' element types, in order.
   using value_type = std::tuple<typename InputIts::value_type...>;
 
+  /// Owns the inputs' iterators.
   explicit ZipIterator(InputIts... inputs) : inputs_(std::move(inputs)...) {}
 
+  /// The next tuple, or std::nullopt once any input ended; an error from any input fails that
+  /// position (the others' elements there are dropped) and the next call goes on after it.
   std::optional<value_type> next() {
     if (done_) return std::nullopt;
     return pull(std::index_sequence_for<InputIts...>{});
@@ -36,6 +41,7 @@ class ZipIterator {
     w.write(done_);
     std::apply([&](const auto&... in) { (in.save(w), ...); }, inputs_);
   }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) {
     r.read(done_);
     std::apply([&](auto&... in) { (in.restore(r), ...); }, inputs_);
@@ -68,15 +74,19 @@ class ZipIterator {
   bool done_ = false;
 };
 
+/// The dataset of `zip(a, b, ...)`: tuples of the inputs' elements, ending with the shortest.
 template <class... Inputs>
 class ZipDataset
     : public DatasetBase<ZipDataset<Inputs...>, std::tuple<typename Inputs::element_type...>> {
   static_assert(sizeof...(Inputs) >= 1, "zip: needs at least one dataset");
 
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "zip";
 
+  /// Zips `inputs`, in order.
   explicit ZipDataset(Inputs... inputs) : inputs_(std::move(inputs)...) {}
+  /// An iterator over the tuples, with each input's iterator made in `ctx`.
   auto make_iterator(const IteratorContext& ctx) const {
     return std::apply(
         [&ctx](const auto&... d) {
@@ -86,6 +96,7 @@ class ZipDataset
         inputs_);
   }
 
+  /// The shortest input's cardinality (infinite if all are); unknown if any input's is unknown.
   std::int64_t cardinality() const {
     // The shortest input; unknown if any input is unknown (tf.data).
     std::int64_t n = infinite_cardinality;
