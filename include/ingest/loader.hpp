@@ -192,6 +192,7 @@ class HostLoader : public detail::LoaderDataset<HostLoader<Input>, detail::HostB
  public:
   using detail::LoaderDataset<HostLoader<Input>, detail::HostBackend, Input>::LoaderDataset;
 };
+/// Deduces the input type: `HostLoader(dataset, options)`.
 template <dataset Input>
 HostLoader(Input, HostLoaderOptions = {}) -> HostLoader<Input>;
 

@@ -76,20 +76,22 @@ constexpr float to_float(bfloat16_t b) noexcept {
   return std::bit_cast<float>(static_cast<std::uint32_t>(b.bits) << 16);
 }
 
+/// The element type of a Tensor (tf: tf.DType). The values are stable: they
+/// are stored in cache files and checkpoints.
 enum class DType : std::uint8_t {
-  boolean,
-  uint8,
-  int8,
-  uint16,
-  int16,
-  uint32,
-  int32,
-  uint64,
-  int64,
-  float16,
-  bfloat16,
-  float32,
-  float64,
+  boolean,   ///< bool, one byte (0 or 1)
+  uint8,     ///< std::uint8_t
+  int8,      ///< std::int8_t
+  uint16,    ///< std::uint16_t
+  int16,     ///< std::int16_t
+  uint32,    ///< std::uint32_t
+  int32,     ///< std::int32_t
+  uint64,    ///< std::uint64_t
+  int64,     ///< std::int64_t
+  float16,   ///< float16_t (IEEE half precision, storage only)
+  bfloat16,  ///< bfloat16_t (storage only)
+  float32,   ///< float
+  float64,   ///< double
 };
 
 /// Bytes per element.
@@ -112,6 +114,7 @@ constexpr std::size_t dtype_size(DType t) noexcept {
   return 0;
 }
 
+/// The dtype's name: its enumerator's ("int64", "float32", ...), "bool" for boolean.
 constexpr std::string_view dtype_name(DType t) noexcept {
   switch (t) {
     case DType::boolean: return "bool";

@@ -38,7 +38,7 @@ constexpr std::uint64_t element_seed(std::uint64_t seed, std::uint64_t epoch,
 }
 
 /// A seed from the operating system's entropy, for unseeded randomness.
-/// (getrandom(2), as std::random_device does without <random>'s cost to
+/// (getrandom(2), as std::random_device does without `<random>`'s cost to
 /// every translation unit.)
 inline std::uint64_t random_seed() {
   std::uint64_t seed = 0;
