@@ -66,6 +66,7 @@ class CsvDefaults {
   const auto& get() const noexcept {
     return std::get<I>(values_);
   }
+  /// The default of column I, to change it (std::nullopt: required).
   template <std::size_t I>
   auto& get() noexcept {
     return std::get<I>(values_);
@@ -97,6 +98,7 @@ struct CsvOptions {
   CsvDefaults<Cols...> defaults = {};
   /// Skip the first record of every file.
   bool header = false;
+  /// The field separator (tf: field_delim).
   char delimiter = ',';
   /// Treat '"' as the quote character (tf: use_quote_delim).
   bool quoting = true;
@@ -115,7 +117,9 @@ struct CsvOptions {
   /// raises InvalidArgument naming the file, the name and the header's
   /// columns, and is skipped. Not with select_cols or exclude_cols.
   std::vector<std::string> select_names = {};
+  /// How the files are compressed (tf: compression_type).
   Compression compression = Compression::none;
+  /// Read window in bytes.
   std::size_t buffer_size = default_buffer_size;
   /// The longest record held in memory (bytes, line breaks included): a
   /// longer one raises InvalidArgument naming the file and line, is

@@ -53,6 +53,7 @@ struct CsvRowsOptions {
   /// A field equal to this counts as empty (tf: na_value).
   std::string na_value = {};
   Compression compression = Compression::none;  ///< tf: compression_type
+  /// Read window in bytes.
   std::size_t buffer_size = default_buffer_size;
   /// The longest record held in memory (bytes, line breaks included): a
   /// longer one raises InvalidArgument naming the file and line, is
@@ -110,6 +111,7 @@ class CsvRow {
     static const std::vector<std::string> none;
     return file_ ? file_->schema->names : none;
   }
+  /// Whether the schema has a column named `name`.
   bool contains(std::string_view name) const noexcept {
     return file_ && file_->schema->find(name) != detail::CsvRowsSchema::npos;
   }

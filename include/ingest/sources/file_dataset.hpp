@@ -31,16 +31,24 @@ namespace ingest {
 /// Copies share the list.
 class FileList {
  public:
+  /// The files `paths`, in order.
   FileList(std::vector<std::string> paths)  // NOLINT: implicit on purpose
       : paths_(std::make_shared<const std::vector<std::string>>(std::move(paths))) {}
+  /// The files of a braced list, in order.
   FileList(std::initializer_list<std::string> paths) : FileList(std::vector<std::string>(paths)) {}
+  /// The one file `path`.
   FileList(std::string path)  // NOLINT
       : FileList(std::vector<std::string>{std::move(path)}) {}
-  FileList(const char* path) : FileList(std::string(path)) {}       // NOLINT
+  /// @copydoc FileList(std::string)
+  FileList(const char* path) : FileList(std::string(path)) {}  // NOLINT
+  /// @copydoc FileList(std::string)
   FileList(std::string_view path) : FileList(std::string(path)) {}  // NOLINT
 
+  /// The paths, in order.
   const std::vector<std::string>& paths() const noexcept { return *paths_; }
+  /// The number of files.
   std::size_t size() const noexcept { return paths_->size(); }
+  /// The `i`-th path (unchecked).
   const std::string& operator[](std::size_t i) const noexcept { return (*paths_)[i]; }
 
  private:
@@ -231,11 +239,15 @@ class FileDataset
     : public DatasetBase<FileDataset<Reader, Options, Stage>,
                          typename detail::FileSequenceIterator<Reader, Options>::value_type> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints (the source's: "tfrecord", ...).
   static constexpr std::string_view stage_name = Stage;
 
+  /// Reads the files `paths` with `options`.
   FileDataset(FileList paths, Options options)
       : paths_(std::move(paths)), options_(std::move(options)) {}
 
+  /// An iterator that opens the files one after another (with with_options' auto_shard above,
+  /// only this rank's files, or every file sharded by record).
   detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext& ctx) const {
     std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
     if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
@@ -257,7 +269,9 @@ class FileDataset
     return {paths_, options_, Stage, ctx.runtime, std::move(node)};
   }
 
+  /// The files it reads.
   const FileList& paths() const noexcept { return paths_; }
+  /// The options it was made with.
   const Options& options() const noexcept { return options_; }
   /// The file list (a state names positions in it).
   void fingerprint(Fingerprint& fp) const {

@@ -36,7 +36,9 @@ struct FixedLengthRecordOptions {
   std::size_t header_bytes = 0;
   /// Bytes to ignore at the end of each file.
   std::size_t footer_bytes = 0;
+  /// How the files are compressed (header and footer count in the decompressed bytes).
   Compression compression = Compression::none;
+  /// Read window in bytes.
   std::size_t buffer_size = default_buffer_size;
 };
 

@@ -41,13 +41,18 @@ using generated_t =
     typename optional_value<std::decay_t<std::invoke_result_t<generator_t<Make>&>>>::type;
 }  // namespace detail
 
+/// Iterator of FromGeneratorDataset: calls the generator `g` until it returns std::nullopt.
 template <class Gen, class T>
 class FromGeneratorIterator {
  public:
+  /// The element type.
   using value_type = T;
 
+  /// Owns the generator `gen` (made by `make()` for this pass).
   explicit FromGeneratorIterator(Gen gen) : gen_(std::move(gen)) {}
 
+  /// g's next element, or std::nullopt once it returned std::nullopt; an exception from g
+  /// surfaces as a FunctionError with the element index, and the next call asks g again.
   std::optional<T> next() {
     if (done_) return std::nullopt;
     std::optional<T> x = detail::invoke_user("from_generator", index_++, gen_);
@@ -67,6 +72,8 @@ class FromGeneratorIterator {
       throw_not_restorable();
     }
   }
+  /// Restores what save() wrote, through the generator's restore(bytes) hook on a fresh
+  /// generator; throws Unimplemented if the generator has no save/restore hooks.
   void restore(StateReader& r) {
     if constexpr (restorable) {
       r.read(index_, done_);
@@ -96,16 +103,23 @@ class FromGeneratorIterator {
   bool done_ = false;
 };
 
+/// The dataset of `from_generator(make)`: `make()` returns a generator `g`, and `g()` returns
+/// std::optional<T> (std::nullopt ends the pass); `make` is called anew for every pass.
 template <class Make>
 class FromGeneratorDataset
     : public DatasetBase<FromGeneratorDataset<Make>, detail::generated_t<Make>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "from_generator";
 
+  /// T: what the generator returns, without the std::optional.
   using element_type = detail::generated_t<Make>;
 
+  /// Calls a copy of `make` for every pass.
   explicit FromGeneratorDataset(Make make) : make_(std::move(make)) {}
 
+  /// An iterator over a new generator from a copy of `make`; an exception from make surfaces as a
+  /// FunctionError.
   auto make_iterator(const IteratorContext& ctx) const {
     detail::refuse_in_replica(ctx);  // the generator's state is the user's
     Make make = make_;               // make() may be non-const; each pass calls a copy

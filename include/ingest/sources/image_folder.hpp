@@ -145,10 +145,14 @@ inline void list_url_classes(const std::string& root, const std::vector<std::str
 
 }  // namespace detail
 
+/// The dataset of `image_folder(root, options)`: the `(path, label)` pairs of a directory of
+/// class directories, in torchvision's ImageFolder order.
 class ImageFolderDataset
     : public DatasetBase<ImageFolderDataset, std::pair<std::string, std::int64_t>> {
  public:
+  /// `(path, label)`: a file's path and its class's index in class_names().
   using element_type = std::pair<std::string, std::int64_t>;
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "image_folder";
 
   /// Walks `root`. Throws IoError naming the path when root is missing or not
@@ -199,12 +203,14 @@ class ImageFolderDataset
     finish(std::move(classes), std::move(samples), empty);
   }
 
+  /// An iterator over the pairs found when the dataset was built.
   FromVectorIterator<element_type> make_iterator(const IteratorContext&) const {
     return FromVectorIterator<element_type>(samples_);
   }
 
   /// The class directory names, sorted; a label indexes this list.
   const std::vector<std::string>& class_names() const noexcept { return *classes_; }
+  /// The number of `(path, label)` pairs.
   std::int64_t cardinality() const { return static_cast<std::int64_t>(samples_->size()); }
 
   /// The samples found (a folder that changed is another data set: its

@@ -74,14 +74,19 @@ class TFRecordIndex {
   /// Where one record lies: its file, the offset of its header and its
   /// payload's length.
   struct Location {
+    /// The file's index in the index's file list.
     std::size_t file = 0;
+    /// The offset of the record's header in the file.
     std::uint64_t offset = 0;
+    /// The payload's length in bytes.
     std::uint64_t length = 0;
   };
 
   /// Records in all files.
   std::uint64_t size() const noexcept { return offsets_.size(); }
+  /// The number of files.
   std::size_t num_files() const noexcept { return files_.size(); }
+  /// The path of file `f`.
   const std::string& file(std::size_t f) const noexcept { return files_[f]; }
   /// The file's size when it was indexed.
   std::uint64_t file_size(std::size_t f) const noexcept { return sizes_[f]; }
@@ -171,6 +176,7 @@ struct IndexedTFRecordOptions {
   /// a URL, whose range requests then wait for the network together; 1 for
   /// local files, read when needed).
   std::size_t in_flight = 0;
+  /// in_flight's default for URLs.
   static constexpr std::size_t default_in_flight = 16;
 };
 
@@ -463,8 +469,11 @@ template <bool Marked = false>
 class BasicIndexedTFRecordDataset : public DatasetBase<BasicIndexedTFRecordDataset<Marked>,
                                                        detail::marked_t<Marked, std::string>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "indexed_tfrecord";
 
+  /// Reads the records of `index` with `options`, in the order `spec` sets (all, in order, by
+  /// default); throws InvalidArgument if options.block_bytes is 0.
   BasicIndexedTFRecordDataset(std::shared_ptr<const TFRecordIndex> index,
                               IndexedTFRecordOptions options, detail::PositionalSpec spec = {})
       : index_(std::move(index)),
@@ -507,6 +516,7 @@ class BasicIndexedTFRecordDataset : public DatasetBase<BasicIndexedTFRecordDatas
     return {index_, options_, spec_->dealt(world, Remainder::pad, "indexed_tfrecord")};
   }
 
+  /// An iterator over this pass's positions (reads planned ahead as options.in_flight says).
   detail::IndexedTFRecordIterator<Marked> make_iterator(const IteratorContext& ctx) const {
     std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
     if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
@@ -516,6 +526,7 @@ class BasicIndexedTFRecordDataset : public DatasetBase<BasicIndexedTFRecordDatas
   /// The index (the files and where each record starts).
   const TFRecordIndex& index() const noexcept { return *index_; }
 
+  /// The number of records this pass yields (this rank's after shard(world)).
   std::int64_t cardinality() const { return spec_->cardinality(index_->size()); }
   /// What global_shuffle and shard(world) set (distributed::restore reads it).
   const detail::PositionalSpec& positional_spec() const noexcept { return *spec_; }

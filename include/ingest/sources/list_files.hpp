@@ -366,10 +366,15 @@ class ListFilesIterator {
 
 }  // namespace detail
 
+/// The dataset of `list_files(pattern, options)`: the paths matching glob patterns, sorted
+/// unless shuffled.
 class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "list_files";
 
+  /// Matches `patterns` now (the union of their matches, sorted, without duplicates); throws
+  /// InvalidArgument naming a pattern that matches nothing.
   ListFilesDataset(const std::vector<std::string>& patterns, ListFilesOptions options)
       : patterns_(patterns),
         options_(options),
@@ -391,6 +396,8 @@ class ListFilesDataset : public DatasetBase<ListFilesDataset, std::string> {
       options_.seed = static_cast<std::uint32_t>(random_seed());
   }
 
+  /// An iterator over the paths (in a new order each pass when shuffled; with with_options'
+  /// auto_shard above, only this rank's files; then a shuffle needs a seed, else InvalidArgument).
   detail::ListFilesIterator make_iterator(const IteratorContext& ctx) const {
     detail::ListFilesIterator it = iterator_in(ctx);
     if (const auto first = detail::auto_shard_by_file(ctx, paths_->size(), "list_files")) {

@@ -259,8 +259,10 @@ class PositionalDataset
     : public DatasetBase<PositionalDataset<Access, Marked>,
                          detail::marked_t<Marked, typename Access::value_type>> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints (the source's).
   static constexpr std::string_view stage_name = Access::stage_name;
 
+  /// The elements of `access` in the order `spec` sets.
   PositionalDataset(Access access, detail::PositionalSpec spec)
       : access_(std::move(access)),
         spec_(std::make_shared<const detail::PositionalSpec>(std::move(spec))) {}
@@ -294,12 +296,15 @@ class PositionalDataset
     return {access_, spec_->dealt(world, Remainder::pad, stage_name)};
   }
 
+  /// An iterator over this pass's positions.
   detail::PositionalIterator<Access, Marked> make_iterator(const IteratorContext& ctx) const {
     return {access_, spec_, ctx};
   }
+  /// The number of elements this pass yields (this rank's after shard(world)).
   std::int64_t cardinality() const { return spec_->cardinality(access_.size()); }
   /// What global_shuffle and shard(world) set (distributed::restore reads it).
   const detail::PositionalSpec& positional_spec() const noexcept { return *spec_; }
+  /// Adds the source's and the order's parameters to the pipeline's fingerprint.
   void fingerprint(Fingerprint& fp) const {
     access_.fingerprint(fp);
     spec_->fingerprint(fp);

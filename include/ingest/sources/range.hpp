@@ -20,15 +20,19 @@
 
 namespace ingest {
 
+/// Iterator of RangeDataset: start, start + step, ... up to (not including) stop.
 class RangeIterator {
  public:
+  /// The element type.
   using value_type = std::int64_t;
 
+  /// The values from `start` up to `stop` (exclusive) by `step` (not 0).
   RangeIterator(std::int64_t start, std::int64_t stop, std::int64_t step)
       : next_(static_cast<std::uint64_t>(start)),
         step_(static_cast<std::uint64_t>(step)),
         left_(count(start, stop, step)) {}
 
+  /// The next value, or std::nullopt at the end.
   std::optional<std::int64_t> next() noexcept {
     if (left_ == 0) return std::nullopt;
     --left_;
@@ -37,6 +41,7 @@ class RangeIterator {
     return v;
   }
 
+  /// Bulk protocol: writes the next up to out.size() values to `out`; returns how many.
   std::size_t fill(std::span<std::int64_t> out) noexcept {
     // An additive induction (not base + i * step): GCC vectorises it without
     // a 64-bit vector multiply, which x86-64's baseline lacks.
@@ -53,6 +58,7 @@ class RangeIterator {
 
   /// Checkpoint: the next value and the count left.
   void save(StateWriter& w) const { w.write(next_, left_); }
+  /// Restores what save() wrote, on a fresh iterator of the same dataset.
   void restore(StateReader& r) { r.read(next_, left_); }
 
   /// fill with `f` applied in the same loop (see iterator.hpp).
@@ -101,18 +107,25 @@ class RangeIterator {
   std::uint64_t next_, step_, left_;
 };
 
+/// The dataset of `range(stop)` and `range(start, stop, step)`: an int64 arithmetic sequence.
 class RangeDataset : public DatasetBase<RangeDataset, std::int64_t> {
  public:
+  /// The stage's name in errors, stats, traces and checkpoints.
   static constexpr std::string_view stage_name = "range";
 
+  /// The values from `start` up to `stop` (exclusive) by `step`; throws InvalidArgument if `step`
+  /// is 0.
   RangeDataset(std::int64_t start, std::int64_t stop, std::int64_t step)
       : start_(start), stop_(stop), step_(step) {
     if (step == 0) throw InvalidArgument("range: step must not be 0", {.stage = "range"});
   }
+  /// An iterator over the values (no threads).
   RangeIterator make_iterator(const IteratorContext&) const { return {start_, stop_, step_}; }
 
+  /// Adds start, stop and step to the pipeline's fingerprint.
   void fingerprint(Fingerprint& fp) const { fp.add(start_).add(stop_).add(step_); }
 
+  /// The number of values (0 when `stop` is not beyond `start` in the direction of `step`).
   std::int64_t cardinality() const {
     const std::int64_t span = step_ > 0 ? stop_ - start_ : start_ - stop_;
     const std::int64_t step = step_ > 0 ? step_ : -step_;
@@ -131,6 +144,8 @@ class RangeDataset : public DatasetBase<RangeDataset, std::int64_t> {
                                                ShardOptions options = {}) const {
     return positional().shard(world, options);
   }
+  /// The positions dealt to `world`'s rank, as `(element, valid)` pairs padded so that every
+  /// rank gets as many (PositionalDataset::shard_padded).
   PositionalDataset<detail::RangeAccess, true> shard_padded(const distributed::World& world) const {
     return positional().shard_padded(world);
   }

@@ -23,7 +23,9 @@ namespace ingest {
 
 /// Options of text_lines.
 struct TextLineOptions {
+  /// How the files are compressed.
   Compression compression = Compression::none;
+  /// Read window in bytes.
   std::size_t buffer_size = default_buffer_size;
 
   /// What checkpoints depend on: the compression (offsets are in its data).
