@@ -55,20 +55,26 @@ using FeatureValues =
 /// Missing from an Example (or present with no kind set), it takes
 /// default_value; without a default it is required.
 struct FixedLenFeature {
+  /// The feature's list kind (its values' type).
   FeatureType dtype = FeatureType::float32;
+  /// The shape of its values (their count is the product of the dimensions).
   Shape shape = {};
+  /// Its value(s) where an Example lacks it; std::nullopt: the feature is required.
   std::optional<FeatureValues> default_value = {};
 };
 
 /// A feature with any number of values (tf.io.VarLenFeature); missing means none.
 struct VarLenFeature {
+  /// The feature's list kind (its values' type).
   FeatureType dtype = FeatureType::float32;
 };
 
 /// In a SequenceExample's feature lists: every step holds `shape` values; the
 /// result is [steps, shape...] (tf.io.FixedLenSequenceFeature).
 struct FixedLenSequenceFeature {
+  /// The feature's list kind (its values' type).
   FeatureType dtype = FeatureType::float32;
+  /// The shape of each step's values.
   Shape shape = {};
   /// A missing feature list gives zero steps instead of an error.
   bool allow_missing = false;
@@ -188,6 +194,7 @@ class ExampleSpec {
   /// for a repeated name, an unknown dimension or a default that does not fit.
   ExampleSpec(std::initializer_list<std::pair<std::string, FeatureSpec>> features)
       : ExampleSpec(std::vector<std::pair<std::string, FeatureSpec>>(features)) {}
+  /// @copydoc ExampleSpec(std::initializer_list<std::pair<std::string, FeatureSpec>>)
   explicit ExampleSpec(std::vector<std::pair<std::string, FeatureSpec>> features) {
     auto data = std::make_shared<detail::SpecData>();
     for (auto& [name, spec] : features) {
@@ -198,8 +205,11 @@ class ExampleSpec {
     data_ = std::move(data);
   }
 
+  /// The number of features.
   std::size_t size() const noexcept { return data().entries.size(); }
+  /// The name of feature `i`; throws std::out_of_range past size().
   const std::string& name(std::size_t i) const { return data().entries.at(i).name; }
+  /// The list kind of feature `i`; throws std::out_of_range past size().
   FeatureType dtype(std::size_t i) const { return data().entries.at(i).dtype; }
   /// The index of feature `name`, if the spec has it.
   std::optional<std::size_t> find(std::string_view name) const noexcept {
@@ -211,10 +221,12 @@ class ExampleSpec {
     throw InvalidArgument("no feature '" + std::string(name) + "' in the spec");
   }
 
+  /// The compiled spec the parsers read (an empty one for a default-constructed spec).
   const detail::SpecData& data() const noexcept {
     static const detail::SpecData empty;
     return data_ ? *data_ : empty;
   }
+  /// Whether `o` shares this spec's compiled form (it is a copy of this spec).
   bool same_as(const ExampleSpec& o) const noexcept { return data_.get() == o.data_.get(); }
 
   /// A copy sharing this spec through a reference count of the calling
@@ -258,12 +270,19 @@ class ExampleSpec {
 ///    SequenceExample with VarLenFeature): `row_splits`, int64 [rows + 1]; row
 ///    i's values are [row_splits[i], row_splits[i + 1]).
 struct ParsedFeature {
+  /// The feature's list kind.
   FeatureType dtype = FeatureType::float32;
+  /// The values' shape (also for bytes).
   Shape shape = {};
+  /// The numeric values (float32 or int64 features).
   Tensor values = {};
+  /// The bytes values, row-major: views into the record(s) or the spec's defaults.
   std::vector<std::string_view> bytes = {};
+  /// For a ragged result: int64 [rows + 1], row i's values being [row_splits[i], row_splits[i +
+  /// 1]).
   Tensor row_splits = {};
 
+  /// Whether the result is ragged (has row_splits).
   bool ragged() const noexcept { return row_splits.defined(); }
   /// The bytes values as owned strings (outliving the record).
   std::vector<std::string> bytes_copy() const { return {bytes.begin(), bytes.end()}; }
@@ -276,11 +295,13 @@ struct ParsedExampleAccess;
 /// The features of one Example (or of a batch of them), in spec order.
 class ParsedExample {
  public:
+  /// The number of features (the spec's).
   std::size_t size() const noexcept { return features_.size(); }
   /// Feature `name`; throws InvalidArgument if the spec has no such feature.
   const ParsedFeature& operator[](std::string_view name) const {
     return features_[spec_.index(name)];
   }
+  /// Feature `i`, in spec order; throws std::out_of_range past size().
   const ParsedFeature& at(std::size_t i) const { return features_.at(i); }
   /// The values of numeric feature `name`.
   const Tensor& tensor(std::string_view name) const { return (*this)[name].values; }
@@ -288,6 +309,7 @@ class ParsedExample {
   std::span<const std::string_view> bytes(std::string_view name) const {
     return (*this)[name].bytes;
   }
+  /// The spec it was parsed with.
   const ExampleSpec& spec() const noexcept { return spec_; }
 
  private:
@@ -298,7 +320,9 @@ class ParsedExample {
 
 /// A parsed SequenceExample: context features, and feature lists (one row per step).
 struct ParsedSequenceExample {
+  /// The context features.
   ParsedExample context = {};
+  /// The feature lists, one row per step.
   ParsedExample feature_lists = {};
 };
 

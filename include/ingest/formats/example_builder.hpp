@@ -101,9 +101,11 @@ class ExampleBuilder : public detail::Serializable<ExampleBuilder> {
     features_.add_bytes(name, values);
     return *this;
   }
+  /// @copydoc add_bytes(std::string_view, std::span<const std::string_view>)
   ExampleBuilder& add_bytes(std::string_view name, std::initializer_list<std::string_view> values) {
     return add_bytes(name, std::span<const std::string_view>(values.begin(), values.size()));
   }
+  /// @copydoc add_bytes(std::string_view, std::span<const std::string_view>)
   ExampleBuilder& add_bytes(std::string_view name, const std::vector<std::string>& values) {
     std::vector<std::string_view> views(values.begin(), values.end());
     return add_bytes(name, std::span<const std::string_view>(views));
@@ -113,6 +115,7 @@ class ExampleBuilder : public detail::Serializable<ExampleBuilder> {
     features_.add_floats(name, values);
     return *this;
   }
+  /// @copydoc add_floats(std::string_view, std::span<const float>)
   ExampleBuilder& add_floats(std::string_view name, std::initializer_list<float> values) {
     return add_floats(name, std::span<const float>(values.begin(), values.size()));
   }
@@ -121,6 +124,7 @@ class ExampleBuilder : public detail::Serializable<ExampleBuilder> {
     features_.add_int64s(name, values);
     return *this;
   }
+  /// @copydoc add_int64s(std::string_view, std::span<const std::int64_t>)
   ExampleBuilder& add_int64s(std::string_view name, std::initializer_list<std::int64_t> values) {
     return add_int64s(name, std::span<const std::int64_t>(values.begin(), values.size()));
   }
@@ -155,27 +159,33 @@ class SequenceExampleBuilder : public detail::Serializable<SequenceExampleBuilde
   /// Adds steps to one feature list.
   class FeatureListBuilder {
    public:
+    /// A step holding a bytes_list.
     FeatureListBuilder& add_bytes(std::span<const std::string_view> values) {
       std::string feature;
       detail::encode_bytes_feature(feature, values);
       return add_step(feature);
     }
+    /// @copydoc add_bytes(std::span<const std::string_view>)
     FeatureListBuilder& add_bytes(std::initializer_list<std::string_view> values) {
       return add_bytes(std::span<const std::string_view>(values.begin(), values.size()));
     }
+    /// A step holding a float_list.
     FeatureListBuilder& add_floats(std::span<const float> values) {
       std::string feature;
       detail::encode_float_feature(feature, values);
       return add_step(feature);
     }
+    /// @copydoc add_floats(std::span<const float>)
     FeatureListBuilder& add_floats(std::initializer_list<float> values) {
       return add_floats(std::span<const float>(values.begin(), values.size()));
     }
+    /// A step holding an int64_list.
     FeatureListBuilder& add_int64s(std::span<const std::int64_t> values) {
       std::string feature;
       detail::encode_int64_feature(feature, values);
       return add_step(feature);
     }
+    /// @copydoc add_int64s(std::span<const std::int64_t>)
     FeatureListBuilder& add_int64s(std::initializer_list<std::int64_t> values) {
       return add_int64s(std::span<const std::int64_t>(values.begin(), values.size()));
     }
@@ -214,6 +224,7 @@ class SequenceExampleBuilder : public detail::Serializable<SequenceExampleBuilde
     for (const auto& [name, list] : lists_) lists.add_entry(name, list);
     detail::wire::put_bytes_field(out, 2, lists.body());
   }
+  /// Removes every context feature and feature list.
   void clear() noexcept {
     context_.clear();
     lists_.clear();

@@ -126,6 +126,7 @@ class TFRecordReader {
     });
   }
 
+  /// The path of the file it reads.
   const std::string& path() const noexcept { return stream_.path(); }
   /// Offset of the next record in the (decompressed) stream.
   std::uint64_t offset() const noexcept { return stream_.offset(); }

@@ -37,6 +37,7 @@ struct TFRecordWriterOptions {
   unsigned file_mode = 0644;
 };
 
+/// Writes records in TFRecord framing to a file that appears under its final name on close().
 class TFRecordWriter {
  public:
   /// Creates the temporary file beside `path`. Throws IoError.
@@ -71,6 +72,7 @@ class TFRecordWriter {
 
   /// Records written so far.
   std::uint64_t records_written() const noexcept { return records_; }
+  /// Whether records can still be written (true until close()).
   bool is_open() const noexcept { return out_.is_open(); }
   /// The final path, where the file appears on close().
   const std::string& path() const noexcept { return out_.path(); }
