@@ -21,20 +21,28 @@ namespace ingest::image {
 
 /// Pixels added on each side of an image.
 struct Padding {
+  /// Rows added above.
   std::int64_t top = 0;
+  /// Rows added below.
   std::int64_t bottom = 0;
+  /// Columns added on the left.
   std::int64_t left = 0;
+  /// Columns added on the right.
   std::int64_t right = 0;
+  /// Equal when every side is.
   friend bool operator==(const Padding&, const Padding&) = default;
 };
 
+/// How pad fills the added pixels.
 enum class PadMode : std::uint8_t {
   constant,  ///< every added value is `PadOptions::value`
   reflect,   ///< mirrored about the edge pixel, which is not repeated (numpy's and torchvision's
              ///< 'reflect')
 };
 
+/// Options of pad.
 struct PadOptions {
+  /// How the added pixels are filled: a constant (default) or a reflection.
   PadMode mode = PadMode::constant;
   /// PadMode::constant: the value of every channel of the added pixels.
   std::uint8_t value = 0;

@@ -23,6 +23,7 @@ namespace ingest::image {
 /// half both ways (4:2:0, what cameras and tf.io.encode_jpeg's default write).
 enum class ChromaSubsampling : std::uint8_t { s444, s422, s420 };
 
+/// Options of encode_jpeg: quality, chroma subsampling and the encoder's choices.
 struct EncodeJpegOptions {
   /// 1..100, libjpeg's scale for its quantisation tables.
   int quality = 90;

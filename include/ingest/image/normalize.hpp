@@ -35,12 +35,15 @@
 
 namespace ingest::image {
 
+/// The dimension order of a normalized image.
 enum class Layout : std::uint8_t {
   chw,  ///< [C, H, W]: channel planes (torchvision, the input of most CNNs)
   hwc,  ///< [H, W, C]: the image's own order (tf.image)
 };
 
+/// Options of normalize, normalize_into and normalize_in_batch.
 struct NormalizeOptions {
+  /// The result's dimension order: [C, H, W] (default) or [H, W, C].
   Layout layout = Layout::chw;
   /// DType::float32, float16 or bfloat16.
   DType dtype = DType::float32;
@@ -358,6 +361,7 @@ class PendingNormalize {
   }
   /// The result's dtype and shape.
   DType dtype() const noexcept { return dtype_; }
+  /// The result's shape: [C, H, W] or [H, W, C] as the layout says.
   Shape shape() const { return detail::normalize_shape(view(), layout_); }
   /// The image to normalize.
   const Tensor& image() const noexcept { return image_; }
@@ -407,13 +411,19 @@ namespace ingest {
 /// with its checks: equal dtype and shape).
 template <>
 struct batch_traits<image::PendingNormalize> {
+  /// The batch: one Tensor with a leading batch dimension.
   using batch_type = Tensor;
+  /// Normalizes each element straight into its slot of the batch buffer.
   class builder {
    public:
+    /// A batch of `spec.capacity` slots from `spec.allocator`.
     explicit builder(const BatchSpec& spec) : tensors_(spec) {}
+    /// Normalizes `value` into slot `slot`; throws InvalidArgument if its dtype or shape differs
+    /// from the batch's first.
     void set(std::size_t slot, image::PendingNormalize&& value) {
       value.write_to(tensors_.slot_bytes(slot, value.dtype(), value.shape()));
     }
+    /// The batch of the first `count` slots; throws InvalidArgument if none was set.
     Tensor finish(std::size_t count) && { return std::move(tensors_).finish(count); }
 
    private:
@@ -424,6 +434,7 @@ struct batch_traits<image::PendingNormalize> {
 /// A PendingNormalize holds its image (the result is written into the batch).
 template <>
 struct element_size<image::PendingNormalize> {
+  /// The bytes of the image it holds.
   static std::size_t bytes(const image::PendingNormalize& p) { return p.image().nbytes(); }
 };
 

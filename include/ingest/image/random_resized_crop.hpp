@@ -23,10 +23,14 @@ namespace ingest::image {
 
 /// A closed interval [min, max].
 struct Interval {
+  /// The lower bound.
   double min = 0;
+  /// The upper bound.
   double max = 0;
 };
 
+/// Options of random_resized_crop: the output size, the ranges its window is drawn from, and
+/// how the window is decoded and resized.
 struct RandomResizedCropOptions {
   /// The output's size.
   Size size = {224, 224};
@@ -36,7 +40,9 @@ struct RandomResizedCropOptions {
   Interval ratio = {3.0 / 4.0, 4.0 / 3.0};
   /// Draws before falling back to the centre crop.
   int attempts = 10;
+  /// How the window is resized to `size`.
   ResizeMethod method = ResizeMethod::bilinear;
+  /// Bilinear only: widen the filter by the downscale factor (see ResizeOptions::antialias).
   bool antialias = true;
   /// The largest DCT downscale used when decoding JPEG (1, 2, 4 or 8); 1
   /// decodes the window at full resolution.

@@ -23,6 +23,7 @@
 
 namespace ingest::image {
 
+/// How resize resamples.
 enum class ResizeMethod : std::uint8_t {
   bilinear,  ///< Pillow BILINEAR (triangle filter), tf.image bilinear
   area,      ///< Pillow BOX: each output pixel averages the input area it covers, tf.image area
@@ -30,13 +31,19 @@ enum class ResizeMethod : std::uint8_t {
 
 /// A region of the source in pixels, fractions allowed (Pillow's `box`).
 struct SourceBox {
+  /// The first row (may be fractional).
   double y = 0;
+  /// The first column (may be fractional).
   double x = 0;
+  /// Rows.
   double height = 0;
+  /// Columns.
   double width = 0;
 };
 
+/// Options of resize.
 struct ResizeOptions {
+  /// The resampling filter: bilinear (default) or area.
   ResizeMethod method = ResizeMethod::bilinear;
   /// Bilinear only: widen the filter by the downscale factor (Pillow always
   /// does; tf.image.resize's antialias=True). False samples two pixels per

@@ -14,6 +14,7 @@
 
 namespace ingest::image {
 
+/// Options of rotate.
 struct RotateOptions {
   /// The value of every channel of the output pixels whose source lies
   /// outside the image (Pillow's fillcolor, torchvision's fill).

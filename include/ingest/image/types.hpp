@@ -26,6 +26,7 @@ namespace ingest::image {
 class ByteView {
  public:
   constexpr ByteView() noexcept = default;
+  /// The `size` bytes at `data` (not owned: they must outlive the view).
   ByteView(const void* data, std::size_t size) noexcept
       : data_(static_cast<const unsigned char*>(data)), size_(size) {}
   /// Any contiguous range of one-byte trivially copyable elements (not a C
@@ -37,8 +38,11 @@ class ByteView {
       : data_(reinterpret_cast<const unsigned char*>(std::ranges::data(bytes))),
         size_(std::ranges::size(bytes)) {}
 
+  /// The first byte.
   const unsigned char* data() const noexcept { return data_; }
+  /// The number of bytes.
   std::size_t size() const noexcept { return size_; }
+  /// Whether it holds no bytes.
   bool empty() const noexcept { return size_ == 0; }
 
  private:
@@ -48,20 +52,29 @@ class ByteView {
 
 /// A size in pixels, height first (as tf.image and torchvision's `size`).
 struct Size {
+  /// Rows.
   std::int64_t height = 0;
+  /// Columns.
   std::int64_t width = 0;
+  /// Equal when both dimensions are.
   friend bool operator==(const Size&, const Size&) = default;
 };
 
 /// A rectangle of whole pixels: rows [y, y + height), columns [x, x + width).
 struct CropWindow {
+  /// The first row.
   std::int64_t y = 0;
+  /// The first column.
   std::int64_t x = 0;
+  /// Rows.
   std::int64_t height = 0;
+  /// Columns.
   std::int64_t width = 0;
+  /// Equal when every field is.
   friend bool operator==(const CropWindow&, const CropWindow&) = default;
 };
 
+/// The encoded formats the decoders read.
 enum class ImageFormat : std::uint8_t { jpeg, png };
 
 /// "jpeg" or "png".
@@ -72,10 +85,15 @@ constexpr std::string_view format_name(ImageFormat f) noexcept {
 /// What read_header finds without decoding. `channels` is what decoding with
 /// `.channels = 0` gives.
 struct ImageHeader {
+  /// Rows.
   std::int64_t height = 0;
+  /// Columns.
   std::int64_t width = 0;
+  /// Channels as stored (what decoding with `.channels = 0` gives).
   std::int64_t channels = 0;
+  /// The encoded format.
   ImageFormat format = ImageFormat::jpeg;
+  /// Equal when every field is.
   friend bool operator==(const ImageHeader&, const ImageHeader&) = default;
 };
 
@@ -90,6 +108,7 @@ enum class OnWarning : std::uint8_t {
 /// pixel memory is allocated (decompression bombs).
 inline constexpr std::uint64_t default_max_pixels = 178'956'970;
 
+/// How a decoder decodes: the channels, a DCT downscale, the pixel limit, what a warning does.
 struct DecodeOptions {
   /// 0: as stored (JPEG: 1 gray, 3 RGB, 4 CMYK; PNG: 1 gray, 2 gray+alpha,
   /// 3 RGB, 4 RGBA or palette with transparency); 1: gray; 3: RGB; 4: RGBA
@@ -100,6 +119,7 @@ struct DecodeOptions {
   int scale_denom = 1;
   /// Images with more pixels (height x width as stored) raise InvalidArgument.
   std::uint64_t max_pixels = default_max_pixels;
+  /// What a libjpeg warning (corrupt data it can still decode) does; raise by default.
   OnWarning on_warning = OnWarning::error;
   /// With OnWarning::count: the number of warnings is added here.
   std::atomic<std::uint64_t>* warnings = nullptr;
