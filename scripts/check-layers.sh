@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the include graph's layers (README, "Layout"): core <- runtime <-
 # storage <- formats <- sources, stages <- the umbrella and the optional parts (image/
-# may include any layer below it, never the umbrella), and distributed/ (scale-out: world(),
+# may include any layer below it, never the umbrella; torch/ those and cuda/), and distributed/ (scale-out: world(),
 # sharding policies) above sources and stages. A header
 # may include headers of its own layer and of the layers below it only, and
 # no stage header includes another stage header (shared machinery lives in
@@ -19,6 +19,7 @@ declare -A allowed=(
   [stages]="core runtime storage formats stages"
   [image]="core runtime storage formats sources stages image"
   [distributed]="core runtime storage formats sources stages distributed"
+  [torch]="core runtime storage formats sources stages cuda torch"
 )
 
 status=0

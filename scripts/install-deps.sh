@@ -12,6 +12,7 @@ packages=(
   python3 python3-venv                                           # the demo's smoke check; the test servers' venv
   libprotobuf-dev protobuf-compiler                              # tf.Example interop tests
   libdlpack-dev                                                  # optional parts: DLPack,
+  libtorch-dev                                                   # libtorch (ingest::torch, the libtorch_train example; CPU-only),
   libjpeg62-turbo-dev libspng-dev libturbojpeg0-dev              # images (TurboJPEG: the tests' reference)
   nginx-light openssl libssl-dev                                 # remote storage part and its test servers
   openmpi-bin libopenmpi-dev                                     # the distributed tests and example (the library never links MPI)
