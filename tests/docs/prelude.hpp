@@ -30,4 +30,5 @@ template <class... T>
 void train_step(const T&...) {}
 
 /// Stands for the user's TFRecord files.
-inline std::vector<std::string> files = {"train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"};
+inline std::vector<std::string> files = {"train-00000-of-00002.tfrecord",
+                                         "train-00001-of-00002.tfrecord"};
