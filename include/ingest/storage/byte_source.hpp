@@ -30,9 +30,13 @@ namespace ingest::storage {
 /// What one open remote object has cost so far (stats: bytes fetched,
 /// requests, retries, time the reader waited on the network).
 struct TransferCounters {
+  /// Bytes fetched.
   std::uint64_t bytes{};
+  /// Requests sent (retries included).
   std::uint64_t requests{};
+  /// Requests that were retries.
   std::uint64_t retries{};
+  /// Nanoseconds the reader waited on the network.
   std::uint64_t wait_ns{};
 };
 
@@ -104,6 +108,7 @@ class RemoteReader {
 class RemoteWriter {
  public:
   virtual ~RemoteWriter() = default;
+  /// Appends `n` bytes at `data` to the object. Throws IoError on failure.
   virtual void write(const void* data, std::size_t n) = 0;
   /// Makes the object visible under its URL. Throws IoError on failure.
   virtual void commit() = 0;
@@ -148,6 +153,7 @@ inline thread_local const std::shared_ptr<ingest::detail::StageNode>* transfer_n
 /// A null node leaves the readers unaccounted.
 class ScopedTransferAccount {
  public:
+  /// Accounts this thread's remote readers to `node` until destroyed (a null node: to none).
   explicit ScopedTransferAccount(const std::shared_ptr<ingest::detail::StageNode>& node) noexcept
       : previous_(std::exchange(detail::transfer_node, node ? &node : nullptr)) {}
   ScopedTransferAccount(const ScopedTransferAccount&) = delete;

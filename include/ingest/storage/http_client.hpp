@@ -62,7 +62,9 @@ namespace ingest::storage {
 
 /// One header field of a request or response.
 struct HttpHeader {
+  /// The field name (compared case-insensitively).
   std::string name{};
+  /// The field value.
   std::string value{};
 };
 
@@ -71,16 +73,22 @@ struct HttpHeader {
 /// The target sent is `target` unless it is "/" or empty, then the URL's
 /// target: either may carry the path (see HttpClient::send).
 struct HttpRequest {
+  /// The request method: "GET", "HEAD", "PUT", "POST", "DELETE", ...
   std::string method = "GET";
   std::string target = "/";  ///< path and query, already percent-encoded
+  /// Header fields to send besides those the client adds.
   std::vector<HttpHeader> headers{};
+  /// The request body (Content-Length is set from it).
   std::string body{};
 };
 
 /// A complete response: status, header fields in the order received, body.
 struct HttpResponse {
+  /// The HTTP status code.
   int status{};
+  /// The header fields, in the order received.
   std::vector<HttpHeader> headers{};
+  /// The body (at most the client's or the caller's byte limit).
   std::string body{};
 
   /// The value of the first field named `name` (case-insensitive); nullptr
@@ -104,7 +112,9 @@ struct HttpResponse {
 /// a factor drawn uniformly from [1 - jitter, 1 + jitter].
 struct RetryPolicy {
   int max_attempts = 6;  ///< attempts in all, the first included
+  /// The wait before the second attempt (doubled for each later one).
   std::chrono::milliseconds initial_backoff{100};
+  /// The longest wait between attempts.
   std::chrono::milliseconds max_backoff{10'000};
   double jitter = 0.5;                         ///< +- fraction of each wait
   std::uint64_t seed = 0x1e57'6a7e'5eed'0001;  ///< of the jitter's generator, one per client
@@ -114,6 +124,7 @@ struct RetryPolicy {
 struct HttpOptions {
   std::chrono::milliseconds connect_timeout{10'000};  ///< resolve + connect + TLS handshake
   std::chrono::milliseconds request_timeout{60'000};  ///< per attempt: request and whole response
+  /// How failed attempts are retried.
   RetryPolicy retry{};
   std::string ca_file{};  ///< extra CA bundle (PEM) for https, beside the system store
   /// Verify https certificates and host names. Turned off, the client logs

@@ -41,9 +41,13 @@ namespace ingest::storage {
 /// default_block_size / default_in_flight for readers opened outside a
 /// pipeline or with autotuning off. A value set is fixed, never tuned.
 struct ReadaheadOptions {
+  /// block_size's default outside a tuned pipeline stage: 8 MiB.
   static constexpr std::size_t default_block_size = std::size_t{8} << 20;
+  /// in_flight's default outside a tuned pipeline stage.
   static constexpr std::size_t default_in_flight = 4;
+  /// Bytes per ranged GET (0: autotuned, or default_block_size).
   std::size_t block_size = 0;
+  /// Blocks requested ahead of the reader (0: autotuned, or default_in_flight).
   std::size_t in_flight = 0;
 };
 
@@ -302,7 +306,7 @@ struct RangedFetch : std::enable_shared_from_this<RangedFetch> {
 /// Reads one object by ranged GETs in blocks, `in_flight` blocks requested
 /// ahead of the reader, each on a pooled keep-alive connection. Opening
 /// issues a first ranged GET (its block is kept) that pins size and ETag;
-/// every later range carries If-Match: <etag>, and a 412 (or an ETag or
+/// every later range carries `If-Match: <etag>`, and a 412 (or an ETag or
 /// Content-Range total that changed) raises DataLossError naming the URL and
 /// offset. 404/403 at open raise IoError at once, naming the URL, without
 /// retrying. A body that breaks mid-block is resumed from the exact byte

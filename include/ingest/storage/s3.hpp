@@ -54,6 +54,7 @@ struct S3Options {
   /// Credentials to sign with instead of the environment's and the shared
   /// credentials file's.
   std::optional<AwsCredentials> credentials{};
+  /// The HTTP client's settings (timeouts, retries, TLS, limits).
   HttpOptions http{};
   /// Bytes per ranged GET and blocks in flight per reader; a value left 0
   /// (the default) is autotuned for the readers of a pipeline stage, within
@@ -76,7 +77,9 @@ struct S3Options {
 
 /// An s3:// URL split into bucket and key (the key may be empty).
 struct S3Location {
+  /// The bucket.
   std::string bucket{};
+  /// The key within the bucket (empty: the bucket itself).
   std::string key{};
 };
 
@@ -221,6 +224,8 @@ auto with_s3_url(const std::string& url, std::string_view stage, F&& f) -> declt
 /// Thread-safe.
 class S3Client {
  public:
+  /// A client for `options`' region and endpoint; throws InvalidArgument for an endpoint with a
+  /// query or a part_size below 5 MiB.
   explicit S3Client(S3Options options)
       : options_(std::move(options)),
         http_(std::make_shared<HttpClient>(options_.http)),
@@ -240,7 +245,9 @@ class S3Client {
     options_.list_page_size = std::clamp<std::size_t>(options_.list_page_size, 1, 1000);
   }
 
+  /// Its options (list_page_size clamped to [1, 1000]).
   const S3Options& options() const noexcept { return options_; }
+  /// The HTTP client its requests go through (shared with its readers).
   const std::shared_ptr<HttpClient>& http() const noexcept { return http_; }
   /// The credentials requests are signed with, resolved on first use (so
   /// registering the scheme never throws for a bad credentials file; the
@@ -253,6 +260,7 @@ class S3Client {
     });
     return credentials_;
   }
+  /// The region requests are signed for.
   const std::string& region() const noexcept { return region_; }
 
   /// The HTTP URL of `key` in `bucket` (empty key: the bucket), with
@@ -552,9 +560,11 @@ class S3Writer final : public RemoteWriter {
 /// The s3:// scheme over one S3Client.
 class S3Scheme final : public Scheme {
  public:
+  /// The s3:// scheme over a new S3Client for `options`.
   explicit S3Scheme(S3Options options = {})
       : client_(std::make_shared<S3Client>(std::move(options))) {}
 
+  /// The client its readers and writers share.
   const std::shared_ptr<S3Client>& client() const noexcept { return client_; }
 
   /// A ranged, read-ahead reader of the object; a missing object or denied

@@ -27,7 +27,9 @@ namespace ingest::storage {
 /// An AWS access key; empty access_key_id means anonymous (requests are sent
 /// unsigned).
 struct AwsCredentials {
+  /// The access key's id (empty: anonymous).
   std::string access_key_id{};
+  /// The secret key the signing key derives from.
   std::string secret_access_key{};
   std::string session_token{};  ///< temporary credentials: sent as x-amz-security-token
   /// True if requests go unsigned.
@@ -173,6 +175,7 @@ inline std::string amz_date(std::time_t t) {
 
 /// One request to sign: what will be sent.
 struct SigV4Request {
+  /// The request method.
   std::string method{"GET"};
   std::string target{"/"};  ///< path[?query], %-encoded as sent
   /// The headers sent (Host included); names in any case. Hop-by-hop and
@@ -184,7 +187,9 @@ struct SigV4Request {
 
 /// The result of signing, every intermediate kept for tests and errors.
 struct SigV4Signature {
+  /// The canonical request (SigV4 task 1).
   std::string canonical_request{};
+  /// The string to sign (SigV4 task 2).
   std::string string_to_sign{};
   std::string signed_headers{};  ///< "host;range;x-amz-content-sha256;x-amz-date"
   std::string signature{};       ///< 64 hex digits

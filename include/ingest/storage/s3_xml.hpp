@@ -23,8 +23,11 @@ namespace ingest::storage {
 /// One XML element: its local name (any "prefix:" dropped), its text (the
 /// concatenated character data directly inside it) and its children.
 struct XmlElement {
+  /// The local name (any "prefix:" dropped).
   std::string name{};
+  /// The character data directly inside the element, entities decoded.
   std::string text{};
+  /// The child elements, in document order.
   std::vector<XmlElement> children{};
 
   /// The first child named `child`, or null.
@@ -378,13 +381,14 @@ inline ListObjectsPage parse_list_objects_v2(std::string_view xml, const ErrorCo
   return page;
 }
 
-/// The code and message of an S3 <Error> body; nullopt if `body` is not one.
+/// The code and message of an S3 error body (XML: an %Error element), as parse_s3_error
+/// returns them.
 struct S3ErrorInfo {
   std::string code{};     ///< "NoSuchKey", "SlowDown", "SignatureDoesNotMatch", ...
   std::string message{};  ///< the server's explanation
 };
 
-/// Reads an S3 error body (<Error><Code>…</Code><Message>…</Message>);
+/// Reads an S3 error body (XML: an %Error element holding Code and Message);
 /// nullopt for an empty or non-XML body (a HEAD response, a proxy's page).
 inline std::optional<S3ErrorInfo> parse_s3_error(std::string_view body) {
   try {
