@@ -16,6 +16,7 @@ packages=(
   libjpeg62-turbo-dev libspng-dev libturbojpeg0-dev              # images (TurboJPEG: the tests' reference)
   nginx-light openssl libssl-dev                                 # remote storage part and its test servers
   openmpi-bin libopenmpi-dev                                     # the distributed tests and example (the library never links MPI)
+  doxygen                                                        # the API reference (scripts/docs.sh)
 )
 
 missing=()
