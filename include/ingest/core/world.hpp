@@ -42,6 +42,8 @@ struct ElasticLink {
 
 }  // namespace ingest::detail
 
+/// Scale-out across processes: who this process is in a job (world()), and
+/// resuming a pass saved by a world of another size (restore()).
 namespace ingest::distributed {
 
 /// One process of a job: its rank in the world and on its node, and the

@@ -12,6 +12,8 @@
 
 #include "ingest/core/errors.hpp"
 
+/// The CUDA backend (target ingest::cuda, never included by ingest.hpp): the
+/// device loader, pinned and device allocators, CUDA errors.
 namespace ingest::cuda {
 
 /// A CUDA runtime call failed (other than for want of a device).
