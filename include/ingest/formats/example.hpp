@@ -80,6 +80,7 @@ struct FixedLenSequenceFeature {
   bool allow_missing = false;
 };
 
+/// How one feature is parsed: fixed-length, variable-length, or a fixed-length sequence.
 using FeatureSpec = std::variant<FixedLenFeature, VarLenFeature, FixedLenSequenceFeature>;
 
 namespace detail {
@@ -751,6 +752,7 @@ inline ParsedExample parse_example_batch(std::span<const std::string> records,
       out);
   return out;
 }
+/// @copydoc parse_example_batch(std::span<const std::string>, const ExampleSpec&)
 inline ParsedExample parse_example_batch(std::span<const std::string_view> records,
                                          const ExampleSpec& spec) {
   ParsedExample out;

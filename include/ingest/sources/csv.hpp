@@ -353,6 +353,8 @@ namespace detail {
 inline constexpr char csv_stage[] = "csv";
 }
 
+/// The dataset of `csv<Cols...>(paths, options)`: the records of CSV files as
+/// `std::tuple<Cols...>`.
 template <class... Cols>
 using CsvDataset = FileDataset<detail::CsvReader<Cols...>, CsvOptions<Cols...>, detail::csv_stage>;
 

@@ -325,6 +325,7 @@ inline constexpr char csv_rows_stage[] = "csv_rows";
 
 }  // namespace detail
 
+/// The dataset of `csv_rows(paths, options)`: the records of CSV files as CsvRow.
 using CsvRowsDataset =
     FileDataset<detail::CsvRowsReader, detail::CsvRowsConfig, detail::csv_rows_stage>;
 

@@ -200,6 +200,7 @@ namespace detail {
 inline constexpr char fixed_length_records_stage[] = "fixed_length_records";
 }
 
+/// The dataset of `fixed_length_records(paths, record_bytes, options)`: the records as std::string.
 using FixedLengthRecordDataset =
     FileDataset<detail::FixedLengthRecordReader, detail::FixedLengthConfig,
                 detail::fixed_length_records_stage>;

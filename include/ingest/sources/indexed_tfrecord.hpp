@@ -545,6 +545,7 @@ class BasicIndexedTFRecordDataset : public DatasetBase<BasicIndexedTFRecordDatas
   std::shared_ptr<const detail::PositionalSpec> spec_;
 };
 
+/// The dataset of `indexed_tfrecord(...)`: the records of TFRecord files by position.
 using IndexedTFRecordDataset = BasicIndexedTFRecordDataset<>;
 
 /// The records of the TFRecord files `paths` by position: indexes them

@@ -455,6 +455,7 @@ inline ListFilesDataset list_files(const std::vector<std::string>& patterns,
                                    ListFilesOptions options = {}) {
   return ListFilesDataset(patterns, options);
 }
+/// @copydoc list_files(const std::vector<std::string>&, ListFilesOptions)
 inline ListFilesDataset list_files(std::initializer_list<std::string> patterns,
                                    ListFilesOptions options = {}) {
   return ListFilesDataset(std::vector<std::string>(patterns), options);

@@ -83,6 +83,7 @@ namespace detail {
 inline constexpr char text_lines_stage[] = "text_lines";
 }
 
+/// The dataset of `text_lines(paths, options)`: the lines of text files as std::string.
 using TextLineDataset =
     FileDataset<detail::TextLineReader, TextLineOptions, detail::text_lines_stage>;
 

@@ -21,6 +21,7 @@ namespace detail {
 inline constexpr char tfrecord_stage[] = "tfrecord";
 }
 
+/// The dataset of `tfrecord(paths, options)`: the records of TFRecord files as std::string.
 using TFRecordDataset = FileDataset<TFRecordReader, TFRecordOptions, detail::tfrecord_stage>;
 
 /// The records of the TFRecord files `paths` (one path, or a list), in order
