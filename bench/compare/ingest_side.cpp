@@ -33,6 +33,8 @@
 
 #include "support/w3_data.hpp"
 
+extern "C" std::int64_t ingest_compare_w2(std::int64_t x);
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -194,16 +196,9 @@ void generate_images(const fs::path& dir, std::int64_t n, bool large) {
 // --- W1 and W2 -------------------------------------------------------------
 
 constexpr std::int64_t w1_batch = 256;
-constexpr std::int64_t w2_rounds = 10'000;  // ~20 us a call on a current x86 core
-
-std::int64_t w2_function(std::int64_t x) {
-  auto h = static_cast<std::uint64_t>(x);
-  for (std::int64_t k = 0; k < w2_rounds; ++k) {
-    h = h * 6364136223846793005ULL + 1442695040888963407ULL;
-    h ^= h >> 33;
-  }
-  return static_cast<std::int64_t>(h & 0xffff);
-}
+// W2's function: bench/compare/w2_function.cpp, in a shared library the
+// Python peers load too.
+std::int64_t w2_function(std::int64_t x) { return ingest_compare_w2(x); }
 
 template <class Dataset>
 Epoch drain_int_batches(const Dataset& ds) {

@@ -56,6 +56,15 @@ def element_count(data, workload):
         return int(f.read())
 
 
+def w2_function():
+    """W2's C++ function (bench/compare/w2_function.cpp) through ctypes, which
+    releases the GIL during the call; compare.py names the library."""
+    import ctypes
+    f = ctypes.CDLL(os.environ["INGEST_COMPARE_W2_LIB"]).ingest_compare_w2
+    f.restype, f.argtypes = ctypes.c_int64, [ctypes.c_int64]
+    return f
+
+
 def timed_epochs(system, version, epochs, epoch):
     """Runs epoch() (returning (records, label sum)) `epochs` times, printing each."""
     for k in range(1, epochs + 1):
