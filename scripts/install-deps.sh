@@ -17,6 +17,7 @@ packages=(
   nginx-light openssl libssl-dev                                 # remote storage part and its test servers
   openmpi-bin libopenmpi-dev                                     # the distributed tests and example (the library never links MPI)
   doxygen                                                        # the API reference (scripts/docs.sh)
+  dpkg-dev pkgconf                                               # the Debian package (cpack's dpkg-shlibdeps) and its pkg-config consumer
 )
 
 missing=()
