@@ -247,7 +247,7 @@ class FileDataset
       : paths_(std::move(paths)), options_(std::move(options)) {}
 
   /// An iterator that opens the files one after another (with with_options' auto_shard above,
-  /// only this rank's files, or every file sharded by record).
+  /// only this rank's files, or this rank's one record in world_size of every file).
   detail::FileSequenceIterator<Reader, Options> make_iterator(const IteratorContext& ctx) const {
     std::shared_ptr<detail::StageNode> node;  // shares the model's ownership
     if (ctx.model && ctx.node) node = std::shared_ptr<detail::StageNode>(ctx.model, ctx.node);
