@@ -41,9 +41,19 @@ def w3(files, gzip):
             .prefetch(AUTOTUNE))
 
 
-def w4(files, rrc):
+def w4(files, rrc, cache=False):
     spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
             "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+
+    def parse_decode(record):
+        ex = tf.io.parse_single_example(record, spec)
+        return tf.io.decode_jpeg(ex["image/encoded"], channels=3), ex["image/class/label"]
+
+    def augment(image, label):
+        image = tf.image.random_crop(image, [common.CROP, common.CROP, 3])
+        image = tf.image.random_flip_left_right(image)
+        image = (tf.cast(image, tf.float32) - MEAN) / STD
+        return tf.transpose(image, [2, 0, 1]), label
 
     def transform(record):
         ex = tf.io.parse_single_example(record, spec)
@@ -65,9 +75,15 @@ def w4(files, rrc):
         image = (tf.cast(image, tf.float32) - MEAN) / STD
         return tf.transpose(image, [2, 0, 1]), ex["image/class/label"]
 
-    return (tf.data.Dataset.from_tensor_slices(files)
-            .interleave(tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=AUTOTUNE,
-                        deterministic=False)
+    records = tf.data.Dataset.from_tensor_slices(files).interleave(
+        tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=AUTOTUNE, deterministic=False)
+    if cache:  # W5: the decoded images cached in memory, the transform after the cache
+        return (records.map(parse_decode, num_parallel_calls=AUTOTUNE, deterministic=False)
+                .cache()
+                .map(augment, num_parallel_calls=AUTOTUNE, deterministic=False)
+                .batch(common.W4_BATCH)
+                .prefetch(AUTOTUNE))
+    return (records
             .map(transform, num_parallel_calls=AUTOTUNE, deterministic=False)
             .batch(common.W4_BATCH)
             .prefetch(AUTOTUNE))
@@ -103,11 +119,17 @@ def main():
                 total += int(tf.reduce_sum(b))
                 count += int(b.shape[0])
             return count, total
-    elif w in ("W3", "W3-GZIP", "W4", "W4-RRC", "W4L", "W4L-RRC"):
-        files = common.shards(args.data, w)
+    elif w in ("W3", "W3-GZIP", "W4", "W4-RRC", "W4L", "W4L-RRC", "W5"):
+        files = common.shards(args.data, "W4" if w == "W5" else w)
+        cached = w4(files, False, cache=True) if w == "W5" else None
 
         def epoch():
-            ds = w3(files, w == "W3-GZIP") if w.startswith("W3") else w4(files, w.endswith("RRC"))
+            if cached is not None:
+                ds = cached  # one dataset for every epoch: its cache outlives an iteration
+            elif w.startswith("W3"):
+                ds = w3(files, w == "W3-GZIP")
+            else:
+                ds = w4(files, w.endswith("RRC"))
             count = total = 0
             for _, labels in ds:
                 count += int(labels.shape[0])
