@@ -45,11 +45,11 @@ set(CPACK_PACKAGE_VENDOR "ingest")
 set(CPACK_PACKAGE_CONTACT "ingest maintainers <maintainers@users.noreply.a-seed-3444b920.example>")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
-set(CPACK_PACKAGE_DESCRIPTION
-    "ingest reads, transforms and batches training data on the CPU (TFRecord, CSV, images,
- local files and object stores), overlapped with the training step, as tf.data does.
- This package holds the C++20 headers, the CMake package (find_package(ingest)), the
- pkg-config file ingest.pc and the `ingest` command-line tool for TFRecord files.")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+       "ingest reads, transforms and batches training data on the CPU (TFRecord, CSV, images, "
+       "local files and object stores), overlapped with the training step, as tf.data does.\n"
+       "This package holds the C++20 headers, the CMake package (find_package(ingest)), the "
+       "pkg-config file ingest.pc and the `ingest` command-line tool for TFRecord files.")
 set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

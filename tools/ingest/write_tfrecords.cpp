@@ -396,9 +396,11 @@ int run(std::span<const std::string> argv) {
                   static_cast<unsigned long long>(s.records), human_bytes(s.bytes).c_str());
     }
     if (*from == "csv") {
-      std::printf("columns:");
-      for (const auto& [name, type] : w.columns)
-        std::printf(" %s (%s)", name.c_str(), type.c_str());
+      std::printf("columns: ");
+      for (std::size_t i = 0; i < w.columns.size(); ++i) {
+        std::printf("%s%s (%s)", i ? ", " : "", w.columns[i].first.c_str(),
+                    w.columns[i].second.c_str());
+      }
       std::printf("\n");
     } else {
       std::printf("classes: %zu (", w.classes.size());
