@@ -114,9 +114,9 @@ struct DecodeAugment {
 
 auto make_pipeline(const Config& c, const std::vector<std::string>& files) {
   const auto autotune = ingest::autotune;
+  // The shards in a new order each epoch, four read at a time.
   return ingest::from_vector(files)
-      .shuffle(static_cast<std::int64_t>(files.size()),
-               {.seed = c.seed})  // a new order of the shards each epoch
+      .shuffle(static_cast<std::int64_t>(files.size()), {.seed = c.seed})
       .repeat()
       .interleave([](const std::string& f) { return ingest::tfrecord(f); },
                   {.cycle_length = 4, .parallelism = autotune})
