@@ -80,6 +80,12 @@
 #include "ingest/stages/zip.hpp"
 #include "ingest/storage/state_file.hpp"
 
+/// @namespace ingest
+/// ingest's public API: the datasets (sources such as range, tfrecord and
+/// list_files, and the stages their methods add), Tensor and its dtypes, the
+/// runtime, the iterators and their checkpoints. Internals are in
+/// ingest::detail and may change without notice.
+
 /// The library version.
 #define INGEST_VERSION_MAJOR 0
 #define INGEST_VERSION_MINOR 1
