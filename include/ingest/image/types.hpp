@@ -17,6 +17,8 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/tensor.hpp"
 
+/// The image part (CMake target ingest::image; include <ingest/image/image.hpp>): JPEG and PNG
+/// decoding, JPEG encoding and the transforms of uint8 [H, W, C] Tensors.
 namespace ingest::image {
 
 /// Encoded image bytes, not owned: anything contiguous of one-byte elements

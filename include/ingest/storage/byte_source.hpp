@@ -25,6 +25,8 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/model.hpp"
 
+/// Byte sources under every path a reader or writer takes: local files, and URLs through the
+/// scheme registered for them (http, https and s3: <ingest/storage/remote.hpp>).
 namespace ingest::storage {
 
 /// What one open remote object has cost so far (stats: bytes fetched,
