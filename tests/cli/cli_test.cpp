@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -477,4 +478,38 @@ TEST_CASE("ingest CLI: write-tfrecords from a CSV file types its columns", "[cli
   CHECK(broken.err.find("record has 1 fields; the header has 2") != std::string::npos);
   CHECK(broken.err.find("line 3") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "bad/x-00000-of-00001"));
+}
+
+TEST_CASE("ingest CLI: on a terminal, progress is a bar redrawn in place", "[cli]") {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    std::puts("SKIPPED: util-linux's script (a pseudo-terminal) is not installed");
+    return;
+  }
+  // script(1) runs the tool on a pseudo-terminal and copies what it shows.
+  const std::string command = shell_quote(cli_tool) + " inspect " +
+                              shell_quote(fixture("tfx-mnist__mnist.tfrecord")) + " >/dev/null";
+  const CliRun r = run_program("script", {"-qec", command, "/dev/null"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("\rinspect [##############################] 100% 3.1 MiB of 3.1 MiB") !=
+        std::string::npos);
+  CHECK(r.out.find("inspect: ") == std::string::npos);  // no plain lines
+}
+
+TEST_CASE("ingest CLI: ZLIB shards are detected by inspect and read by both readers", "[cli]") {
+  TempDir dir;
+  const std::string csv = dir / "n.csv";
+  std::string text = "i,sq\n";
+  for (int i = 0; i < 50; ++i) text += std::to_string(i) + "," + std::to_string(i * i) + "\n";
+  write_file(csv, text);
+  const CliRun w =
+      cli({"write-tfrecords", "--from", "csv", csv, "--out", dir / "z", "--zlib", "--quiet"});
+  REQUIRE(w.code == 0);
+  const std::string shard = dir / "z-00000-of-00001";
+  const CliRun r = cli({"inspect", "--json", "--quiet", shard});
+  REQUIRE(r.code == 0);
+  const json out = json::parse(r.out);
+  CHECK(out["files"][0].at("compression") == "zlib");
+  CHECK(out["files"][0].at("records") == 50);
+  CHECK(records_of(shard, Compression::zlib).size() == 50);
+  check_against_python(shard, Compression::zlib);
 }
