@@ -45,6 +45,7 @@
 #include "ingest/sources/read_file.hpp"
 #include "ingest/sources/text_lines.hpp"
 #include "ingest/sources/tfrecord.hpp"
+#include "ingest/sources/tfrecord_index_file.hpp"
 #include "ingest/stages/any_dataset.hpp"
 #include "ingest/stages/batch.hpp"
 #include "ingest/stages/bucket_by_sequence_length.hpp"
