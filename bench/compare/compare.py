@@ -34,7 +34,7 @@ PEERS = ["tfdata", "dali", "grain", "torch-0", f"torch-{CORES}"]
 SYSTEMS = ["ingest"] + PEERS
 # Data set of each workload, and its size: full (WORKLOADS.md) and smoke (CI).
 DATA = {"W1": "w1", "W2": "w2", "W3": "w3", "W3-GZIP": "w3", "W4": "w4", "W4-RRC": "w4",
-        "W4L": "w4l", "W4L-RRC": "w4l", "W5": "w4"}
+        "W4L": "w4l", "W4L-RRC": "w4l", "W5": "w4", "W9": "w3"}
 SIZES = {"full": {"w1": 10_000_000, "w2": 200_000, "w3": 100_000, "w4": 2_000, "w4l": 2_000},
          "smoke": {"w1": 100_000, "w2": 2_000, "w3": 2_000, "w4": 128, "w4l": 32}}
 PEER_SCRIPT = {"tfdata": "tfdata_peer.py", "dali": "dali_peer.py", "grain": "grain_peer.py",
@@ -55,9 +55,16 @@ NOT_MEASURED.update({
     ("W5", "torch-0"): "DataLoader has no cache stage",
     ("W5", f"torch-{CORES}"): "DataLoader has no cache stage",
 })
-for _s in SYSTEMS:
-    NOT_MEASURED[("W9", _s)] = "not in compare.sh yet (bench/w9_remote.cpp measures ingest alone)"
-NOT_MEASURED[("W9", "tfdata")] = "tf.data reads no S3 without tensorflow-io (not installed)"
+NOT_MEASURED.update({
+    ("W9", "tfdata"): "tf.data reads no S3 without tensorflow-io (not in the lock file)",
+    ("W9", "grain"): "no S3 source in Grain; a random-access source over S3 is one GET per record",
+    ("W9", "torch-0"): "no S3 in DataLoader; a map-style Dataset over S3 is one GET per record",
+    ("W9", f"torch-{CORES}"): "no S3 in DataLoader; a map-style Dataset over S3 is one GET per record",
+})
+# Measured at smoke size only (see the notes): a full-size run would take most of an hour.
+SMOKE_ONLY = {("W9", "dali"): "measured at smoke size only: DALI's TFRecord reader sent about one "
+              "GET per record (20 ms each through the proxy), 2,000 records took 25 s a run on the "
+              "development machine, so W9's 100,000 would take ~20 minutes a run"}
 
 CONFIG = {
     "ingest": "every parallelism and buffer knob ingest::autotune; C++ Release as a CMake user builds it",
@@ -68,6 +75,9 @@ CONFIG = {
     f"torch-{CORES}": f"DataLoader num_workers={CORES}, map-style Dataset, torchvision transforms, Pillow decode",
 }
 LIMIT = {
+    "W9": "the lesser, per round, of boto3 with concurrent 4 MiB ranged GETs of the same objects "
+          f"through the same proxy ({4 * CORES} in flight, no parsing) and the same pipeline on the "
+          "local files (limit-local)",
     "W1": "hand-written loop: a reused 256-value buffer written (2x+1) and summed",
     "W2": f"the function alone on {CORES} threads at once (no pipeline)",
     "W3": f"no-library loop of the pipeline's shape on {CORES} threads: function, 10,000-element shuffle buffer, copy into the batch",
@@ -121,6 +131,13 @@ def prepare_data(args, workloads):
 
 def command(args, system, workload, data):
     epochs = str(1 if workload in ("W1", "W2") else 2 if workload == "W5" else args.epochs)
+    if workload == "W9" and system == "ingest":
+        return [remote_driver(args), "run", data, epochs]
+    if workload == "W9" and system == "limit":
+        return [args.python, os.path.join(HERE, "peers", "s3_client.py"), "W9", data, epochs,
+                "--workers", str(CORES)]
+    if workload == "W9" and system == "limit-local":
+        return [args.driver, "run", "ingest", "W3", data, epochs]
     if system in ("ingest", "limit", "limit-function"):
         return [args.driver, "run", system, workload, data, epochs]
     peer = "torch" if system.startswith("torch-") else system
@@ -128,6 +145,38 @@ def command(args, system, workload, data):
     if peer == "torch":
         cmd += ["--workers", system.split("-")[1]]
     return cmd
+
+
+def remote_driver(args):
+    return os.path.join(os.path.dirname(os.path.abspath(args.driver)), "ingest_compare_remote")
+
+
+class Store:
+    """W9's store and proxy (ingest_compare_remote serve), up for the whole comparison."""
+
+    def __init__(self, args, data):
+        self.proc = subprocess.Popen([remote_driver(args), "serve", data], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.line = self.proc.stdout.readline().strip()
+        if not self.line:
+            err = self.proc.stderr.read().strip().splitlines()
+            self.proc.wait()
+            raise RuntimeError(err[-1] if err else "the store did not start")
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def w9_unavailable(args, systems):
+    """Why W9 cannot run here, or None."""
+    if not os.access(remote_driver(args), os.X_OK):
+        return "ingest_compare_remote is not built (it needs ingest::remote and the tests)"
+    weed = os.environ.get("INGEST_WEED") or os.path.join(
+        os.environ.get("INGEST_TEST_VENV", os.path.expanduser("~/.cache/ingest-test-venv")), "bin", "weed")
+    if not os.access(weed, os.X_OK):
+        return "SeaweedFS is not installed (scripts/setup-test-servers.sh)"
+    return None
 
 
 def busy_jiffies():
@@ -140,6 +189,7 @@ def run_once(args, system, workload, data):
     """One fresh process: its epochs, its CPU seconds, the others' load (cores)."""
     cmd = command(args, system, workload, data)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore",
+               INGEST_COMPARE_S3=args.s3 or "",
                INGEST_COMPARE_W2_LIB=os.path.join(os.path.dirname(os.path.abspath(args.driver)),
                                                   "libingest_compare_w2.so"))
     start_busy, start = busy_jiffies(), time.monotonic()
@@ -179,6 +229,8 @@ def check(result, expected, system, workload):
     for e in result["epochs"]:
         want = (expected["records"], expected["checksum"])
         got = (e["records"], e["checksum"])
+        if e["checksum"] is None and system == "limit" and workload == "W9":
+            got = (got[0], want[1])  # the plain client counts records, parses no labels
         if got != want:
             raise SystemExit(f"MISMATCH: {system} on {workload}, epoch {e['epoch']}: "
                              f"{got[0]} records with label sum {got[1]}, "
@@ -203,22 +255,25 @@ def summarise(rows, workload, systems):
     """Per system: median rate, spread, ratio to the limit and to ingest (medians of per-round ratios)."""
     runs = rows[workload]
     out = {}
-    for s in systems + ["limit", "limit-function"]:
+    for s in systems + ["limit", "limit-function", "limit-local"]:
         rates = [r["rate"] for r in runs.get(s, []) if "rate" in r]
         if not rates:
             continue
         med = median(rates)
 
         def ratio_to(other):
+            # W9's limit is the lesser, per round, of the plain client and the local pipeline.
+            refs = [other] + (["limit-local"] if other == "limit" and workload == "W9" else [])
             per = []
             for k, r in enumerate(runs.get(s, [])):
-                o = runs.get(other, [])
-                if k < len(o) and "rate" in r and "rate" in o[k] and o[k]["rate"] > 0:
-                    per.append(r["rate"] / o[k]["rate"])
+                ref = [runs[o][k]["rate"] for o in refs
+                       if k < len(runs.get(o, [])) and "rate" in runs[o][k]]
+                if "rate" in r and ref and min(ref) > 0:
+                    per.append(r["rate"] / min(ref))
             return median(per)
 
         out[s] = {"median": med, "min": min(rates), "max": max(rates),
-                  "limit": ratio_to("limit") if s != "limit" else 1.0,
+                  "limit": ratio_to("limit"),
                   "ingest": ratio_to("ingest"),
                   "others": median([r["others"] for r in runs[s]]),
                   "version": runs[s][0]["version"], "n": len(rates)}
@@ -231,7 +286,8 @@ def write_svg(path, workload, summary, unit):
     height = top + bar_h * len(names) * 1.5 + 40
     peak = max(v["max"] for v in summary.values()) * 1.1
     x = lambda v: left + (width - left - 90) * v / peak  # noqa: E731
-    colour = {"ingest": "#2563eb", "limit": "#9ca3af", "limit-function": "#d1d5db"}
+    colour = {"ingest": "#2563eb", "limit": "#9ca3af", "limit-function": "#d1d5db",
+              "limit-local": "#d1d5db"}
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height:.0f}" '
              f'font-family="sans-serif" font-size="12">',
              f'<rect width="100%" height="100%" fill="white"/>',
@@ -288,6 +344,9 @@ NOTES = """## How each system differs
   function is the same C++ (bench/compare/w2_function.cpp) called through ctypes, which lets go
   of the GIL during the call: tf.data wraps it in tf.numpy_function, Grain and DataLoader call it
   in their workers. W1's batch drops the remainder everywhere, W2's keeps it.
+- **W9**: the store (SeaweedFS) and the proxy run in one process for the whole comparison; the
+  store's CPU counts in "others' load" of W9's rows. DALI reads s3:// URLs through its readers
+  (AWS SDK for C++, AWS_ENDPOINT_URL pointing at the proxy) with the local index files.
 - **limit**: a no-library C++ loop on the same data, read into memory before its clock starts
   (see the configuration column); `limit-function` (W3) is the map function alone on every core.
 """
@@ -318,16 +377,21 @@ def write_results(args, rows, workloads, systems, out_dir, started):
                       "the cache). Epoch 2 ÷ epoch 1: " + ", ".join(gains) + ".", ""]
         lines += ["| system | version | configuration | median | spread | × limit | × ingest | others' load |",
                   "|---|---|---|---:|---:|---:|---:|---:|"]
-        for s in systems + ["limit", "limit-function"]:
+        for s in systems + ["limit", "limit-function", "limit-local"]:
             if s in summary:
                 v = summary[s]
                 spread = (v["max"] - v["min"]) / v["median"] if v["median"] else 0
-                config = CONFIG.get(s, LIMIT.get(w, "")) if s != "limit-function" else \
-                    f"W3's map function alone on {CORES} threads (no shuffle, no batch)"
+                config = {"limit-function": f"W3's map function alone on {CORES} threads (no shuffle, no batch)",
+                          "limit-local": "ingest's W3 pipeline on the local files (page cache)"}.get(
+                              s, CONFIG.get(s) if s in CONFIG else LIMIT.get(w, ""))
+                if w == "W9" and s == "limit":
+                    config = f"boto3, {4 * CORES} concurrent 4 MiB ranged GETs through the proxy, no parsing"
+                if w == "W9" and s == "ingest":
+                    config = "W3's pipeline on s3:// through the proxy, every knob (readahead too) autotuned"
                 lines.append(f"| {s} | {v['version']} | {config} | {fmt_rate(v['median'])} | "
                              f"{spread:.0%} | {fmt_ratio(v['limit'])} | {fmt_ratio(v['ingest'])} | "
                              f"{v['others']:.2f} |")
-            elif s in systems:
+            elif s in systems or (w, s) in NOT_MEASURED:
                 reason = rows[w].get(s, [{}])[0].get("cannot") if rows[w].get(s) else None
                 reason = reason or NOT_MEASURED.get((w, s), "not run (--systems)")
                 lines.append(f"| {s} | — | cannot: {reason} | — | — | — | — | — |")
@@ -385,12 +449,34 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     data, expected = prepare_data(args, workloads)
     # What runs: every (workload, system) that can, plus the workload's limit(s).
+    if not args.smoke:
+        NOT_MEASURED.update(SMOKE_ONLY)
+    args.s3 = None
+    store = None
+    if "W9" in workloads:
+        why = w9_unavailable(args, systems)
+        if why is None and subprocess.run(
+                [args.python, "-c", "import boto3, numpy, google.protobuf"],
+                capture_output=True).returncode != 0:
+            NOT_MEASURED[("W9", "limit")] = "boto3 is not installed (the peers' venv has it)"
+        if why is None:
+            try:
+                store = Store(args, data)
+                args.s3 = store.line
+            except RuntimeError as e:
+                why = f"the store did not start: {e}"
+        if why is not None:
+            for s in systems + ["limit"]:
+                NOT_MEASURED[("W9", s)] = why
     plan = []
     for w in workloads:
         if w not in DATA:
             continue
         runnable = [s for s in systems if (w, s) not in NOT_MEASURED]
-        plan += [(w, s) for s in runnable + ["limit"] + (["limit-function"] if w == "W3" else [])]
+        extra = {"W3": ["limit-function"], "W9": ["limit-local"]}.get(w, [])
+        limits = [x for x in ["limit"] + extra if (w, x) not in NOT_MEASURED]
+        if runnable or w != "W9":
+            plan += [(w, s) for s in runnable + limits]
     rows = {w: {} for w in workloads}
     for w, s in [(w, s) for w in workloads for s in systems if (w, s) in NOT_MEASURED]:
         rows[w][s] = [{"cannot": NOT_MEASURED[(w, s)]}]
@@ -422,6 +508,8 @@ def main():
                                "first_rate": first_epoch["records"] / first_epoch["seconds"]})
             log(f"  {w:8} {s:15} {last['records'] / last['seconds']:12,.0f}/s  "
                 f"others' load {others:.2f} cores")
+    if store:
+        store.close()
     write_results(args, rows, workloads, systems, args.out, started)
     log(f"wrote {os.path.join(args.out, 'results.md')}")
 

@@ -72,7 +72,7 @@ def timed_epochs(system, version, epochs, epoch):
         records, checksum = epoch()
         seconds = time.perf_counter() - start
         print(json.dumps({"system": system, "epoch": k, "records": int(records),
-                          "checksum": int(checksum), "seconds": seconds,
+                          "checksum": None if checksum is None else int(checksum), "seconds": seconds,
                           "version": version}), flush=True)
 
 

@@ -5,7 +5,9 @@ fn.decoders.image_random_crop, fn.crop_mirror_normalize, num_threads = cores.
 The reader pads the last batch (pad_last_batch) and the padding is dropped here,
 so that an epoch holds exactly the data set's records."""
 
+import json
 import math
+import os
 
 import nvidia.dali as dali
 import nvidia.dali.fn as fn
@@ -16,16 +18,16 @@ from nvidia.dali import pipeline_def
 import common
 
 
-def reader(files, features, shuffle):
-    return fn.readers.tfrecord(path=files, index_path=[f + ".idx" for f in files],
+def reader(files, index_files, features, shuffle):
+    return fn.readers.tfrecord(path=files, index_path=index_files,
                                features=features, random_shuffle=shuffle,
                                initial_fill=10_000 if shuffle else 1024, seed=7,
                                pad_last_batch=True, name="Reader")
 
 
 @pipeline_def
-def w3(files):
-    ex = reader(files, {"image": tfrec.FixedLenFeature((), tfrec.string, ""),
+def w3(files, index_files):
+    ex = reader(files, index_files, {"image": tfrec.FixedLenFeature((), tfrec.string, ""),
                         "label": tfrec.FixedLenFeature([1], tfrec.int64, -1)}, shuffle=True)
     pixels = fn.reshape(ex["image"], shape=[32, 32, 3])
     image = (fn.cast(pixels, dtype=types.FLOAT) - 127.5) / 127.5
@@ -33,8 +35,8 @@ def w3(files):
 
 
 @pipeline_def
-def w4(files, rrc):
-    ex = reader(files, {"image/encoded": tfrec.FixedLenFeature((), tfrec.string, ""),
+def w4(files, index_files, rrc):
+    ex = reader(files, index_files, {"image/encoded": tfrec.FixedLenFeature((), tfrec.string, ""),
                         "image/class/label": tfrec.FixedLenFeature([1], tfrec.int64, -1)},
                 shuffle=False)
     jpegs = ex["image/encoded"]
@@ -61,10 +63,18 @@ def main():
     w = args.workload
     if w == "W3-GZIP":
         common.cannot("DALI's TFRecord reader has no GZIP input")
-    if w not in ("W3", "W4", "W4-RRC", "W4L", "W4L-RRC"):
+    if w not in ("W3", "W4", "W4-RRC", "W4L", "W4L-RRC", "W9"):
         common.cannot(f"no DALI version of {w}")
-    files = common.shards(args.data, w)
-    batch = common.W3_BATCH if w == "W3" else common.W4_BATCH
+    files = common.shards(args.data, "W3" if w == "W9" else w)
+    index_files = [f + ".idx" for f in files]
+    if w == "W9":
+        # DALI's readers take s3:// URLs (AWS SDK for C++): the same objects through the proxy.
+        s3 = json.loads(os.environ["INGEST_COMPARE_S3"])
+        os.environ.update(AWS_ENDPOINT_URL=s3["proxy"], AWS_ACCESS_KEY_ID=s3["key"],
+                          AWS_SECRET_ACCESS_KEY=s3["secret"], AWS_REGION="us-east-1",
+                          AWS_DEFAULT_REGION="us-east-1")
+        files = [f"s3://{s3['bucket']}/{os.path.basename(f)}" for f in files]
+    batch = common.W4_BATCH if w.startswith("W4") else common.W3_BATCH
     kw = dict(batch_size=batch, num_threads=args.workers, device_id=None, seed=7,
               prefetch_queue_depth=2)
     state = {}
@@ -72,7 +82,8 @@ def main():
     def epoch():
         # The pipeline is built in the first epoch's clock, as every system's is.
         if "pipe" not in state:
-            pipe = w3(files, **kw) if w == "W3" else w4(files, w.endswith("RRC"), **kw)
+            pipe = (w4(files, index_files, w.endswith("RRC"), **kw) if w.startswith("W4")
+                    else w3(files, index_files, **kw))
             pipe.build()
             state["pipe"] = pipe
         pipe = state["pipe"]
