@@ -4,7 +4,7 @@
 # same run; writes bench/compare/results.md and bench/compare/charts/*.svg.
 #
 #   scripts/compare.sh [--rounds N] [--epochs N] [--only W1,W3,...]
-#                      [--systems ingest,tfdata,dali,grain,torch] [--smoke]
+#                      [--systems ingest,tfdata,dali,grain,torch,libtorch] [--smoke]
 #                      [--driver PATH] [--data DIR] [--out DIR]
 #
 # Steps: (1) with any peer among --systems, a virtual environment outside the
@@ -26,7 +26,7 @@ venv=${INGEST_COMPARE_VENV:-$HOME/.cache/ingest-compare/venv}
 build=${INGEST_COMPARE_BUILD:-$root/build-compare}
 data=${INGEST_COMPARE_DATA:-$HOME/.cache/ingest-compare/data}
 rounds=3 epochs=2 only="W1,W2,W3,W3-GZIP,W4,W4-RRC,W4L,W4L-RRC,W5,W9"
-systems="ingest,tfdata,dali,grain,torch" smoke=0 driver="" out=""
+systems="ingest,tfdata,dali,grain,torch,libtorch" smoke=0 driver="" out=""
 argv=("$@")
 
 while [[ $# -gt 0 ]]; do

@@ -30,7 +30,7 @@ import records  # noqa: E402  (stdlib only: the comparison runs without the venv
 
 CORES = os.cpu_count() or 1
 WORKLOADS = ["W1", "W2", "W3", "W3-GZIP", "W4", "W4-RRC", "W4L", "W4L-RRC", "W5", "W9"]
-PEERS = ["tfdata", "dali", "grain", "torch-0", f"torch-{CORES}"]
+PEERS = ["tfdata", "dali", "grain", "torch-0", f"torch-{CORES}", "libtorch-0", f"libtorch-{CORES}"]
 SYSTEMS = ["ingest"] + PEERS
 # Data set of each workload, and its size: full (WORKLOADS.md) and smoke (CI).
 DATA = {"W1": "w1", "W2": "w2", "W3": "w3", "W3-GZIP": "w3", "W4": "w4", "W4-RRC": "w4",
@@ -66,7 +66,14 @@ SMOKE_ONLY = {("W9", "dali"): "measured at smoke size only: DALI's TFRecord read
               "GET per record (20 ms each through the proxy), 2,000 records took 25 s a run on the "
               "development machine, so W9's 100,000 would take ~20 minutes a run"}
 
+for _w in WORKLOADS:
+    if _w not in ("W1", "W2"):
+        for _s in ("libtorch-0", f"libtorch-{CORES}"):
+            NOT_MEASURED[(_w, _s)] = "torch::data is W1 and W2's C++ peer here (no TFRecord or JPEG reader in it)"
+
 CONFIG = {
+    "libtorch-0": "torch::data: Dataset::get per element, Stack<>, make_data_loader, workers=0",
+    f"libtorch-{CORES}": f"torch::data: Dataset::get per element, Stack<>, make_data_loader, workers={CORES}",
     "ingest": "every parallelism and buffer knob ingest::autotune; C++ Release as a CMake user builds it",
     "tfdata": "AUTOTUNE everywhere; tf.io.parse_single_example, tf.io/tf.image ops",
     "dali": f"CPU pipeline (device_id=None), num_threads={CORES}, fn.readers.tfrecord with index files",
@@ -140,6 +147,9 @@ def command(args, system, workload, data):
         return [args.driver, "run", "ingest", "W3", data, epochs]
     if system in ("ingest", "limit", "limit-function"):
         return [args.driver, "run", system, workload, data, epochs]
+    if system.startswith("libtorch-"):
+        return [os.path.join(os.path.dirname(os.path.abspath(args.driver)), "ingest_compare_torch"),
+                workload, data, system.split("-")[1], epochs]
     peer = "torch" if system.startswith("torch-") else system
     cmd = [args.python, os.path.join(HERE, "peers", PEER_SCRIPT[peer]), workload, data, epochs]
     if peer == "torch":
@@ -347,6 +357,9 @@ NOTES = """## How each system differs
 - **W9**: the store (SeaweedFS) and the proxy run in one process for the whole comparison; the
   store's CPU counts in "others' load" of W9's rows. DALI reads s3:// URLs through its readers
   (AWS SDK for C++, AWS_ENDPOINT_URL pointing at the proxy) with the local index files.
+- **torch::data (libtorch, C++)**: Debian's libtorch 1.13; a one-value tensor per element from
+  Dataset::get, batched by Stack<> (torch::data's way), the sequential sampler, W2's function
+  linked from the same shared library.
 - **limit**: a no-library C++ loop on the same data, read into memory before its clock starts
   (see the configuration column); `limit-function` (W3) is the map function alone on every core.
 """
@@ -437,20 +450,26 @@ def main():
     args = p.parse_args()
     workloads = [w for w in args.only.split(",") if w]
     systems = [s for s in args.systems.split(",") if s]
-    systems = [f"torch-{CORES}" if s == "torch" else s for s in systems]
-    if "torch" in args.systems.split(","):
-        systems.insert(systems.index(f"torch-{CORES}"), "torch-0")
+    for both in ("torch", "libtorch"):  # num_workers 0 and one per core
+        if both in systems:
+            i = systems.index(both)
+            systems[i:i + 1] = [f"{both}-0", f"{both}-{CORES}"]
     for w in workloads:
         if w not in WORKLOADS:
             raise SystemExit(f"unknown workload {w} (one of {', '.join(WORKLOADS)})")
     for s in systems:
         if s not in SYSTEMS:
-            raise SystemExit(f"unknown system {s} (one of ingest, tfdata, dali, grain, torch)")
+            raise SystemExit(f"unknown system {s} (one of ingest, tfdata, dali, grain, torch, libtorch)")
     started = datetime.datetime.now(datetime.timezone.utc)
     data, expected = prepare_data(args, workloads)
     # What runs: every (workload, system) that can, plus the workload's limit(s).
     if not args.smoke:
         NOT_MEASURED.update(SMOKE_ONLY)
+    if not os.access(os.path.join(os.path.dirname(os.path.abspath(args.driver)), "ingest_compare_torch"),
+                     os.X_OK):
+        for w in ("W1", "W2"):
+            for s in ("libtorch-0", f"libtorch-{CORES}"):
+                NOT_MEASURED[(w, s)] = "ingest_compare_torch is not built (libtorch-dev was not found)"
     args.s3 = None
     store = None
     if "W9" in workloads:
