@@ -79,7 +79,7 @@ if [[ -z $driver ]]; then
   generator=()
   command -v ninja >/dev/null && generator=(-G Ninja)
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
-  cmake --build "$build" --target ingest_compare -j "$(nproc)" >/dev/null
+  cmake --build "$build" --target ingest_compare_all -j "$(nproc)" >/dev/null
   driver=$build/bench/compare/ingest_compare
 fi
 [[ -x $driver ]] || { echo "compare.sh: no ingest_compare at $driver (libjpeg-turbo and the image part are needed)" >&2; exit 1; }
