@@ -56,7 +56,7 @@ struct MapOptions {
 /// Options of random_map.
 struct RandomMapOptions {
   /// Seed of the per-element generators; without one, each random_map()
-  /// call draws one from std::random_device (shared by the dataset's copies
+  /// call draws one from ingest::random_seed() (getrandom; shared by the dataset's copies
   /// and all their iterators).
   std::optional<std::uint64_t> seed{};
   /// As MapOptions::parallelism; the results do not depend on it.

@@ -5,7 +5,8 @@
 // that is not a whole number of records raises DataLossError "truncated
 // record at OFFSET" (the last record's start) and the iterator moves to the
 // next file: for a plain file, whose size is known, at the first next() and
-// before any of its records (as tf.data); for a compressed file, whose size
+// before any of its records (tf.data fails at the same point, but with
+// InvalidArgumentError, and does not move on); for a compressed file, whose size
 // is known only once it is decompressed, when the reader reaches the
 // truncated record (the records before it are yielded). Files may be gzip or
 // zlib compressed (header and footer are then counted in the decompressed

@@ -15,7 +15,7 @@
 // .batch() fuses into map-and-batch, and a following .shuffle() moves the map
 // after it while the seeds stay attached to their elements. An error from
 // the input or from f surfaces at its element's position (the error context
-// says stage 'map').
+// says stage 'random_map').
 #pragma once
 
 #include <cstdint>
