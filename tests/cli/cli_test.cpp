@@ -222,6 +222,11 @@ TEST_CASE("ingest CLI: inspect finds truncated, bad-CRC and bad-length records a
   bad_length[second] ^= 0x01;  // record 1's length, its CRC now wrong
   const std::string truncated = good.substr(0, good.size() - 7);
   const std::uint64_t last = good.size() - 16 - records.back().size();
+  // Record 1's length grown past the end of the file, with a CRC that holds.
+  std::string long_length = good;
+  detail::store_le64(long_length.data() + second, std::uint64_t{1} << 20);
+  detail::store_le32(long_length.data() + second + 8,
+                     masked_crc32c(long_length.data() + second, 8));
 
   struct Case {
     std::string name, bytes, message;
@@ -231,6 +236,7 @@ TEST_CASE("ingest CLI: inspect finds truncated, bad-CRC and bad-length records a
       {"bad_crc.tfrecord", bad_crc, "data checksum mismatch", second + 12, 1},
       {"bad_length.tfrecord", bad_length, "length checksum mismatch", second, 1},
       {"truncated.tfrecord", truncated, "truncated record", last + 12, records.size() - 1},
+      {"long_length.tfrecord", long_length, "truncated record", second + 12, 1},
   };
   for (const Case& c : cases) {
     INFO(c.name);
