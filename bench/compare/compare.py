@@ -11,6 +11,18 @@ mismatch stops the comparison). Rates are the last epoch's. Around each run,
 /proc/stat's busy time minus the run's own CPU time (wait4's rusage, which
 includes the workers it reaped) is the load other processes put on the machine.
 Writes results.md (one table per workload) and an SVG bar chart per workload.
+
+Layout of bench/compare/:
+  requirements.lock     the peers, pinned with hashes (scripts/compare.sh installs them)
+  compare.py            this driver; records.py: TFRecord index and label sums, stdlib only
+  ingest_side.cpp       ingest_compare: data generation, ingest's pipelines, the limits
+  remote_side.cpp       ingest_compare_remote: W9's store and proxy, ingest on s3://
+  torch_data_side.cpp   ingest_compare_torch: libtorch's torch::data on W1 and W2
+  w2_function.cpp       W2's function, a shared library for every side (ctypes in Python)
+  peers/                one script per Python peer (tfdata, dali, grain, torch), the W9
+                        plain client (s3_client.py) and what they share (common.py,
+                        transforms.py)
+  results.md, charts/   the output of the last full run
 """
 
 import argparse
@@ -513,6 +525,7 @@ def main():
                 continue
             check(res, expected[DATA[w]], s, w)
             if r < 0:
+                log(f"  {w:8} {s:15} reads the same records ({res['wall']:.1f} s)")
                 continue
             last = res["epochs"][-1]
             # /proc/stat counts in ticks (10 ms): short runs get a coarse figure.
@@ -523,10 +536,10 @@ def main():
                 rows[w][s] = []
             first_epoch = res["epochs"][0]
             rows[w][s].append({"rate": last["records"] / last["seconds"], "others": others,
-                               "version": version, "seconds": last["seconds"],
+                               "version": version, "seconds": last["seconds"], "wall": res["wall"],
                                "first_rate": first_epoch["records"] / first_epoch["seconds"]})
             log(f"  {w:8} {s:15} {last['records'] / last['seconds']:12,.0f}/s  "
-                f"others' load {others:.2f} cores")
+                f"others' load {others:.2f} cores  ({res['wall']:.1f} s)")
     if store:
         store.close()
     write_results(args, rows, workloads, systems, args.out, started)

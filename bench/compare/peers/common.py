@@ -107,13 +107,15 @@ class TFRecordSource:
         return len(self.rows)
 
     def __getitem__(self, i):
-        if self.maps is None:
-            self.maps = []
+        maps = self.maps
+        if maps is None:  # several threads may get here at once: each builds a whole list
+            maps = []
             for f in self.files:
                 with open(f, "rb") as fh:
-                    self.maps.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+                    maps.append(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+            self.maps = maps
         file, offset, size = self.rows[i]
-        return self.maps[file][offset + 12: offset + size - 4]
+        return maps[file][offset + 12: offset + size - 4]
 
     def __getstate__(self):
         return {"files": self.files, "rows": self.rows, "maps": None}
