@@ -51,8 +51,8 @@ def random_resized_crop(jpeg, rng):
         box = ((width - s) // 2, (height - s) // 2, (width - s) // 2 + s, (height - s) // 2 + s)
     scale = min((box[2] - box[0]) / common.CROP, (box[3] - box[1]) / common.CROP)
     im.draft("RGB", (int(width / max(scale, 1)), int(height / max(scale, 1))))
-    f = im.size[0] / width
-    box = tuple(v * f for v in box)
+    fx, fy = im.size[0] / width, im.size[1] / height  # the draft's scale (DCT: 1/2 .. 1/8)
+    box = (box[0] * fx, box[1] * fy, min(box[2] * fx, im.size[0]), min(box[3] * fy, im.size[1]))
     out = im.convert("RGB").resize((common.CROP, common.CROP), Image.BILINEAR, box=box)
     image = np.asarray(out)
     return image[:, ::-1] if rng.random() < 0.5 else image
