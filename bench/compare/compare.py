@@ -100,7 +100,7 @@ LIMIT = {
     "W1": "hand-written loop: a reused 256-value buffer written (2x+1) and summed",
     "W2": f"the function alone on {CORES} threads at once (no pipeline)",
     "W3": f"no-library loop of the pipeline's shape on {CORES} threads: function, 10,000-element shuffle buffer, copy into the batch",
-    "W3-GZIP": f"zlib inflate of the GZIP shards on {CORES} threads at once (no parsing)",
+    "W3-GZIP": f"inflate of the GZIP shards on {CORES} threads at once with the engine ingest was built with (ISA-L igzip, else zlib), no parsing",
     "W4": f"tjDecompress2 full decode of the same JPEGs on {CORES} threads at once",
 }
 for _w in ("W4-RRC", "W4L", "W4L-RRC", "W5"):
