@@ -3,7 +3,7 @@
 # standard workloads (../shared/bench/WORKLOADS.md), same machine, same data,
 # same run; writes bench/compare/results.md and bench/compare/charts/*.svg.
 #
-#   scripts/compare.sh [--rounds N] [--epochs N] [--only W1,W3,...]
+#   scripts/compare.sh [--rounds N] [--epochs N] [--only W1,W3,...] [--no-check-round]
 #                      [--systems ingest,tfdata,dali,grain,torch,libtorch] [--smoke]
 #                      [--driver PATH] [--data DIR] [--out DIR]
 #
@@ -29,6 +29,7 @@ rounds=3 epochs=2 only="W1,W2,W3,W3-GZIP,W4,W4-RRC,W4L,W4L-RRC,W5,W9"
 systems="ingest,tfdata,dali,grain,torch,libtorch" smoke=0 driver="" out=""
 argv=("$@")
 
+check_flag=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -36,6 +37,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --systems) systems=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
+    --no-check-round) check_flag=(--no-check-round); shift ;;
     --driver) driver=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -90,4 +92,4 @@ smoke_flag=()
 mkdir -p "$data" "$out"
 exec "$python" "$root/bench/compare/compare.py" --driver "$driver" --python "$python" \
   --data "$data" --out "$out" --rounds "$rounds" --epochs "$epochs" --only "$only" \
-  --systems "$systems" --ingest-version "$version" "${smoke_flag[@]}" --argv "${argv[@]}"
+  --systems "$systems" --ingest-version "$version" "${smoke_flag[@]}" "${check_flag[@]}" --argv "${argv[@]}"

