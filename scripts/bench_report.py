@@ -72,6 +72,27 @@ def chart(title, rows, path):
     return True
 
 
+def compare_section(root):
+    """The side-by-side run of scripts/compare.sh (bench/compare/results.md):
+    its header line, its summary table and its charts, as that run wrote them."""
+    results = os.path.join(root, "bench", "compare", "results.md")
+    if not os.path.exists(results):
+        return []
+    text = open(results, encoding="utf-8").read()
+    measured = next((l for l in text.split("\n") if l.startswith("Measured ")), "")
+    summary = re.search(r"^## ingest against the best peer and the limit\n\n(.*?)(?:\n\n|\Z)", text, re.S | re.M)
+    charts = re.findall(r"!\[([^\]]*)\]\((charts/[^)]+)\)", text)
+    out = ["## Against tf.data, DALI, Grain and PyTorch", "",
+           "The same workloads through the other pipelines, on the same machine and data, by "
+           "`scripts/compare.sh` ([every row, version and configuration](../bench/compare/results.md)). "
+           + measured.replace("Measured", "That run was measured", 1), ""]
+    if summary:
+        out += [summary.group(1).strip(), ""]
+    for name, path in charts:
+        out += [f"![{name}](../bench/compare/{path})", ""]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", required=True, help="the directory the benchmarks wrote into")
@@ -141,6 +162,7 @@ def main():
             page += ["| benchmark | rate |", "|---|---|"]
             page += [f"| `{n}` | {rate(v)} |" for n, v in ratios["rates"].items()]
             page.append("")
+    page += compare_section(args.root)
     with open(os.path.join(args.out, "performance.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(page).rstrip("\n") + "\n")
     print(f"bench_report: {os.path.join(args.out, 'performance.md')} from {len(runs)} benchmarks")
