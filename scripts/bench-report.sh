@@ -19,6 +19,7 @@
 # mpirun; W7 needs a CUDA device and is left out without one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+invocation="scripts/bench-report.sh${*:+ $*}"
 smoke=0
 reps=3
 only=""
@@ -83,4 +84,4 @@ for b in "${present[@]}"; do
   tail -n 30 "$log"
 done
 python3 scripts/bench_report.py --json "$json" --out "$out" --root . \
-  --compiler "$(c++ --version | head -n 1)" --command "scripts/bench-report.sh$( ((smoke)) && echo ' --smoke')$( [ -n "$only" ] && echo " --only $only")"
+  --compiler "$(c++ --version | head -n 1)" --command "$invocation"

@@ -131,15 +131,20 @@ def main():
             f"| machine | {cpus} cores" + (f" at {mhz} MHz" if mhz else "") + f", {platform.system()} "
             f"{platform.release()} |",
             f"| compiler | {args.compiler or 'the default c++'} (Release) |",
-            f"| repetitions | {reps} per benchmark; each rate is the median |",
+            f"| repetitions | up to {reps} per benchmark (the command's, or a benchmark's own); each rate is the median |",
             f"| command | `{args.command}` |", "",
             "How to read it: ratios above 1 beat the reference; a reference scaled by the cores "
             "(`efficiency`) is the perfect parallel speed-up. The charts colour a ratio green from "
             "1.0, yellow from 0.8, red below.", ""]
+    shown = {}
     for name, bench, ratios in runs:
         src = os.path.join(args.root, "bench", SOURCES.get(name, name.replace("bench_", "") + ".cpp"))
         page += [f"## {name}", ""]
-        if os.path.exists(src):
+        if src in shown:
+            page += [f"The workload of [{shown[src]}](#{shown[src]}), built with the flags in "
+                     "[bench/CMakeLists.txt](../bench/CMakeLists.txt).", ""]
+        elif os.path.exists(src):
+            shown[src] = name
             link = "../bench/" + os.path.basename(src)   # the page lives in docs/
             page += [f"What it measures (from [{link}]({link})):", "", "```text", lead_comment(src), "```", ""]
         if ratios["ratios"]:
@@ -148,10 +153,16 @@ def main():
                   os.path.join(args.out, svg))
             page += [f"![{name}]({svg})", "",
                      "| benchmark | ratio | | rate | reference | reference rate |", "|---|---|---|---|---|---|"]
-            for r in ratios["ratios"]:
+            rows = ratios["ratios"]
+            if len(rows) > 16:   # a grid: its best and worst points here, every point in the chart
+                ranked = sorted(rows, key=lambda r: -r["ratio"])
+                rows = ranked[:8] + ranked[-4:]
+            for r in rows:
                 ref = r["reference"] if r["scale"] == 1 else f"{r['scale']:g} x {r['reference']}"
                 page.append(f"| `{r['name']}` | **{r['ratio']:.3f}** | {r['label']} | {rate(r['rate'])} | "
                             f"`{ref}` | {rate(r['reference_rate'])} |")
+            if len(rows) < len(ratios["ratios"]):
+                page.append(f"| ({len(ratios['ratios']) - len(rows)} more points of the grid in the chart) | | | | | |")
             page.append("")
         for b in ratios["bests"]:
             page += [f"`{b['candidate']}`: **{b['ratio']:.3f} x** the best of `{b['group']}*` "
