@@ -94,37 +94,10 @@ std::vector<std::string> shards(const fs::path& dir, const std::string& suffix) 
 
 // --- data ------------------------------------------------------------------
 
-// W3: 16 shards of tf.Examples (`image`: 3,072 random bytes, `label` in 0..9),
-// plain and GZIP, as bench/support/w3_data.hpp writes them (same seed).
+// W3: bench/support/w3_data.hpp's shards, the bytes W3's benchmarks read.
 void generate_w3(const fs::path& dir, std::int64_t n) {
-  constexpr std::size_t num_shards = ingest::bench::w3::num_shards;
-  std::mt19937_64 rng(3);
-  std::string image(ingest::bench::w3::image_bytes, '\0');
-  ingest::ExampleBuilder builder;
-  std::string record;
-  for (std::size_t s = 0; s < num_shards; ++s) {
-    char name[64];
-    std::snprintf(name, sizeof name, "train-%05zu-of-%05zu", s, num_shards);
-    ingest::TFRecordWriter plain((dir / name).string());
-    ingest::TFRecordWriter gz((dir / (std::string(name) + ".gz")).string(),
-                              {.compression = ingest::Compression::gzip});
-    const std::int64_t begin = n * static_cast<std::int64_t>(s) / num_shards;
-    const std::int64_t end = n * static_cast<std::int64_t>(s + 1) / num_shards;
-    for (std::int64_t i = begin; i < end; ++i) {
-      for (std::size_t k = 0; k < image.size(); k += 8) {
-        const std::uint64_t r = rng();
-        std::memcpy(image.data() + k, &r, 8);
-      }
-      builder.clear();
-      builder.add_bytes("image", {image})
-          .add_int64s("label", {static_cast<std::int64_t>(rng() % 10)});
-      builder.serialize_to(record);
-      plain.write(record);
-      gz.write(record);
-    }
-    plain.close();
-    gz.close();
-  }
+  std::vector<std::string> plain, gzip;
+  ingest::bench::w3::write_shards(dir, n, plain, gzip, [](const std::string&) {});
 }
 
 // Smooth gradients plus noise (compresses like a photograph), deterministic in `seed`.

@@ -43,14 +43,13 @@ inline W3Data& data() {
   return d;
 }
 
-/// Writes the data set (n records); keeps every payload in memory too if asked
-/// (for benchmarks that parse records without reading them).
-inline void generate(std::int64_t n, bool keep_records) {
-  W3Data& d = data();
-  std::string pattern = (std::filesystem::temp_directory_path() / "ingest-w3-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-  d.dir = pattern;
-  d.num_records = n;
+/// Writes W3's shards of n records into `dir`, plain and GZIP
+/// (`train-XXXXX-of-00016` and `.gz`, seed 3: the same bytes every time),
+/// appends their paths to `plain` and `gzip`, and hands each serialized
+/// record to `on_record`. scripts/compare.sh's data comes from here too.
+template <class OnRecord>
+void write_shards(const std::filesystem::path& dir, std::int64_t n, std::vector<std::string>& plain,
+                  std::vector<std::string>& gzip, OnRecord&& on_record) {
   std::mt19937_64 rng(3);
   std::string image(image_bytes, '\0');
   ingest::ExampleBuilder builder;
@@ -58,10 +57,10 @@ inline void generate(std::int64_t n, bool keep_records) {
   for (std::size_t s = 0; s < num_shards; ++s) {
     char name[64];
     std::snprintf(name, sizeof name, "train-%05zu-of-%05zu", s, num_shards);
-    d.plain.push_back((d.dir / name).string());
-    d.gzip.push_back((d.dir / (std::string(name) + ".gz")).string());
-    ingest::TFRecordWriter plain(d.plain.back());
-    ingest::TFRecordWriter gz(d.gzip.back(), {.compression = ingest::Compression::gzip});
+    plain.push_back((dir / name).string());
+    gzip.push_back((dir / (std::string(name) + ".gz")).string());
+    ingest::TFRecordWriter plain_out(plain.back());
+    ingest::TFRecordWriter gz_out(gzip.back(), {.compression = ingest::Compression::gzip});
     const std::int64_t begin = n * static_cast<std::int64_t>(s) / num_shards;
     const std::int64_t end = n * static_cast<std::int64_t>(s + 1) / num_shards;
     for (std::int64_t i = begin; i < end; ++i) {
@@ -73,15 +72,29 @@ inline void generate(std::int64_t n, bool keep_records) {
       builder.add_bytes("image", {image})
           .add_int64s("label", {static_cast<std::int64_t>(rng() % 10)});
       builder.serialize_to(record);
-      plain.write(record);
-      gz.write(record);
-      if (keep_records) d.records.push_back(record);
+      plain_out.write(record);
+      gz_out.write(record);
+      on_record(record);
     }
-    plain.close();
-    gz.close();
-    d.plain_bytes += std::filesystem::file_size(d.plain.back());
-    d.gzip_bytes += std::filesystem::file_size(d.gzip.back());
+    plain_out.close();
+    gz_out.close();
   }
+}
+
+/// Writes the data set (n records) into a temporary directory; keeps every
+/// payload in memory too if asked (for benchmarks that parse records without
+/// reading them).
+inline void generate(std::int64_t n, bool keep_records) {
+  W3Data& d = data();
+  std::string pattern = (std::filesystem::temp_directory_path() / "ingest-w3-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+  d.dir = pattern;
+  d.num_records = n;
+  write_shards(d.dir, n, d.plain, d.gzip, [&](const std::string& record) {
+    if (keep_records) d.records.push_back(record);
+  });
+  for (const std::string& p : d.plain) d.plain_bytes += std::filesystem::file_size(p);
+  for (const std::string& p : d.gzip) d.gzip_bytes += std::filesystem::file_size(p);
 }
 
 inline const ingest::ExampleSpec& w3_spec() {
