@@ -4,6 +4,11 @@ and label sum of a data set, which every system's epochs are checked against."""
 
 import os
 import struct
+import sys
+
+# The protobuf wire walk is the CLI tests' stdlib checker's (tests/cli/tfrecord_check.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "cli"))
+from tfrecord_check import fields as _fields, varint as _varint  # noqa: E402
 
 
 def records(path):
@@ -22,37 +27,6 @@ def write_index(path, index_path):
     with open(index_path, "w") as out:
         for offset, size, _ in records(path):
             out.write(f"{offset} {size}\n")
-
-
-def _varint(buf, i):
-    shift = value = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return value, i
-
-
-def _fields(buf):
-    """(field number, wire type, value) of a protobuf message: ints or byte strings."""
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(buf, i)
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            value, i = buf[i:i + n], i + n
-        elif wire == 1:
-            value, i = buf[i:i + 8], i + 8
-        elif wire == 5:
-            value, i = buf[i:i + 4], i + 4
-        else:
-            raise ValueError("unsupported protobuf wire type")
-        yield number, wire, value
 
 
 def int64_feature(example, name):
