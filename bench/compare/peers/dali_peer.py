@@ -1,7 +1,8 @@
 """NVIDIA DALI's CPU pipelines (no GPU: device_id=None, cpu operators) on the
 workloads, as DALI's documentation writes them: fn.readers.tfrecord over index
 files made beforehand (compare.py's data step, untimed), fn.decoders.image or
-fn.decoders.image_random_crop, fn.crop_mirror_normalize, num_threads = cores.
+fn.decoders.image_random_crop, fn.crop_mirror_normalize, num_threads = --workers
+(cores by default; W9's is larger, see below).
 The reader pads the last batch (pad_last_batch) and the padding is dropped here,
 so that an epoch holds exactly the data set's records."""
 
@@ -69,6 +70,9 @@ def main():
     index_files = [f + ".idx" for f in files]
     if w == "W9":
         # DALI's readers take s3:// URLs (AWS SDK for C++): the same objects through the proxy.
+        # On s3:// the TFRecord reader sends one ranged GET per record (read_ahead and
+        # dont_use_mmap do not change that), run on the pipeline's threads: compare.py passes
+        # --workers above the core count so that several are in flight.
         s3 = json.loads(os.environ["INGEST_COMPARE_S3"])
         os.environ.update(AWS_ENDPOINT_URL=s3["proxy"], AWS_ACCESS_KEY_ID=s3["key"],
                           AWS_SECRET_ACCESS_KEY=s3["secret"], AWS_REGION="us-east-1",
