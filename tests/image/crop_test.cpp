@@ -115,6 +115,38 @@ TEST_CASE("random_crop: offsets uniform over every position, reproducible for a 
   CHECK(random_crop(one, {1, 1}, rng) == one);
 }
 
+TEST_CASE("random_crop of JPEG or PNG bytes equals random_crop of the decoded image",
+          "[image][crop][jpeg]") {
+  // The same draws from the header's size, the same pixels as decode-then-crop
+  // (the JPEG's window decoded alone), at every size up to the whole image.
+  const std::string jpeg = tj_encode(203, 157, TJSAMP_420, 90, false, 5);
+  const Tensor decoded = decode_jpeg(jpeg);
+  Rng rng(99), reference(99);
+  for (std::int64_t t = 0; t < 60; ++t) {
+    const Size size{1 + (t * 37) % 157, 1 + (t * 53) % 203};
+    INFO("size " << size.height << " x " << size.width);
+    CHECK(random_crop(jpeg, size, rng) == random_crop(decoded, size, reference));
+  }
+  CHECK(random_crop(jpeg, {157, 203}, rng) == random_crop(decoded, {157, 203}, reference));
+  const Tensor half = decode_jpeg(jpeg, {.scale_denom = 2});
+  CHECK(random_crop(jpeg, {40, 50}, rng, {.scale_denom = 2}) ==
+        random_crop(half, {40, 50}, reference));
+  const Tensor gray = decode_jpeg(jpeg, {.channels = 1});
+  CHECK(random_crop(jpeg, {64, 64}, rng, {.channels = 1}) ==
+        random_crop(gray, {64, 64}, reference));
+  const std::string png = image_fixture("png/palette.png");
+  const Tensor png_decoded = decode_png(png);
+  CHECK(random_crop(png, {5, 7}, rng) == random_crop(png_decoded, {5, 7}, reference));
+  CHECK(rng.uniform(1000) == reference.uniform(1000));
+
+  CHECK_THROWS_WITH(
+      random_crop(jpeg, {158, 10}, rng),
+      Catch::Contains("random_crop: crop size 158 x 10 is larger than the image, 157 x 203"));
+  CHECK_THROWS_WITH(random_crop(jpeg, {10, 10}, rng, {.scale_denom = 3}),
+                    Catch::Contains("random_crop: scale_denom must be 1, 2, 4 or 8, got 3"));
+  CHECK_THROWS_AS(random_crop(std::string("not an image"), {1, 1}, rng), DataLossError);
+}
+
 TEST_CASE("pad: constant and reflect by hand, 1 and 4 channels", "[image][pad]") {
   // One gray row 1 2 3 (numbered: 1, 5, 9), two columns each side.
   const Tensor row = numbered_image(1, 3, 1);

@@ -1,8 +1,8 @@
 // Crops and padding of uint8 [H, W, C] images (C = 1, 3 or 4): crop,
-// center_crop (torchvision's CenterCrop), random_crop (tf.image.random_crop),
-// pad (constant or reflect, as numpy and torchvision) and cutout. Each call
-// copies once into a new tensor from the pooled allocator; thread-safe given
-// one Rng per thread.
+// center_crop (torchvision's CenterCrop), random_crop (tf.image.random_crop;
+// of encoded bytes, only the window is decoded), pad (constant or reflect, as
+// numpy and torchvision) and cutout. Each call copies once into a new tensor
+// from the pooled allocator; thread-safe given one Rng per thread.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,9 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/random.hpp"
 #include "ingest/core/tensor.hpp"
+#include "ingest/image/decode.hpp"
+#include "ingest/image/jpeg.hpp"
+#include "ingest/image/png.hpp"
 #include "ingest/image/types.hpp"
 
 namespace ingest::image {
@@ -132,23 +135,60 @@ inline Tensor center_crop(const Tensor& image, Size size) {
       in, {start(in.height, size.height), start(in.width, size.width), size.height, size.width}, 0);
 }
 
+namespace detail {
+
+/// random_crop's window in a height x width image: the row offset is
+/// rng.uniform(height - size.height + 1), then the column's likewise.
+inline CropWindow random_crop_window(std::int64_t height, std::int64_t width, Size size, Rng& rng,
+                                     std::string_view op) {
+  check_size(size, op);
+  if (size.height > height || size.width > width) {
+    throw InvalidArgument(std::string(op) + ": crop size " + std::to_string(size.height) + " x " +
+                          std::to_string(size.width) + " is larger than the image, " +
+                          std::to_string(height) + " x " + std::to_string(width));
+  }
+  const auto y =
+      static_cast<std::int64_t>(rng.uniform(static_cast<std::uint64_t>(height - size.height + 1)));
+  const auto x =
+      static_cast<std::int64_t>(rng.uniform(static_cast<std::uint64_t>(width - size.width + 1)));
+  return {y, x, size.height, size.width};
+}
+
+}  // namespace detail
+
 /// A `size` crop of `image` at an offset uniform over every position inside
 /// it (tf.image.random_crop; torchvision's RandomCrop without padding): the
 /// row offset is rng.uniform(H - height + 1), then the column's likewise.
 /// Throws InvalidArgument for an empty size or one larger than the image.
 inline Tensor random_crop(const Tensor& image, Size size, Rng& rng) {
   const detail::ImageView in = detail::transform_view(image, "random_crop");
-  detail::check_size(size, "random_crop");
-  if (size.height > in.height || size.width > in.width) {
-    throw InvalidArgument("random_crop: crop size " + std::to_string(size.height) + " x " +
-                          std::to_string(size.width) + " is larger than the image, " +
-                          std::to_string(in.height) + " x " + std::to_string(in.width));
+  return detail::copy_window(
+      in, detail::random_crop_window(in.height, in.width, size, rng, "random_crop"), 0);
+}
+
+/// random_crop of an encoded JPEG or PNG image, decoding only the window
+/// where it can: the window is drawn from the header's size as above, so the
+/// result and the draws equal random_crop(decode_image(bytes, options), size,
+/// rng)'s. A JPEG's window is decoded alone (decode_and_crop_jpeg, in pixels
+/// of the image at 1/`.scale_denom`); a PNG is decoded whole, then cropped.
+/// Throws as decode_image, and as random_crop for the size.
+inline Tensor random_crop(ByteView bytes, Size size, Rng& rng, const DecodeOptions& options = {}) {
+  constexpr std::string_view op = "random_crop";
+  if (detail::require_format(bytes, op, options.file) == ImageFormat::png) {
+    detail::PngDecoder decoder(bytes, options, op);
+    const ImageHeader header = decoder.header();
+    const CropWindow window =
+        detail::random_crop_window(header.height, header.width, size, rng, op);
+    const Tensor image = decoder.decode();
+    return detail::copy_window(detail::transform_view(image, op), window, 0);
   }
-  const auto y = static_cast<std::int64_t>(
-      rng.uniform(static_cast<std::uint64_t>(in.height - size.height + 1)));
-  const auto x =
-      static_cast<std::int64_t>(rng.uniform(static_cast<std::uint64_t>(in.width - size.width + 1)));
-  return detail::copy_window(in, {y, x, size.height, size.width}, 0);
+  detail::JpegDecoder decoder(bytes, options, op);
+  const int s = options.scale_denom;
+  // A bad scale_denom is decode's error; the window is drawn from the full size meanwhile.
+  const Size full = s == 1 || s == 2 || s == 4 || s == 8
+                        ? decoder.scaled_size(s)
+                        : Size{decoder.header().height, decoder.header().width};
+  return decoder.decode(s, detail::random_crop_window(full.height, full.width, size, rng, op));
 }
 
 /// `image` with `padding` added on each side (tf.image.pad_to_bounding_box
