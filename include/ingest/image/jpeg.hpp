@@ -183,10 +183,17 @@ class JpegDecoder {
             JSAMPROW pointers[batch_rows];
             const JDIMENSION want = rows - done < batch_rows ? rows - done : batch_rows;
             for (JDIMENSION i = 0; i < want; ++i) pointers[i] = sink.target(done, i);
-            const JDIMENSION got = jpeg_read_scanlines(cinfo, pointers, want);
-            if (got == 0) {
-              stalled = true;
-              return;
+            // libjpeg returns a row or two per call: the scratch rows are
+            // filled before they are cut, as copies of a row each to the
+            // output (not in cache yet) cost far more than one of 16 rows.
+            JDIMENSION got = 0;
+            while (got < want) {
+              const JDIMENSION n = jpeg_read_scanlines(cinfo, pointers + got, want - got);
+              if (n == 0) {
+                stalled = true;
+                return;
+              }
+              got += n;
             }
             sink.store(done, got);
             done += got;
