@@ -400,20 +400,28 @@ TEST_CASE("normalize's AVX2 kernel (float32, chw, 3 channels) equals the portabl
     return;
   }
   const float scale[3] = {0.0171f, 0.0175f, 0.0174f}, bias[3] = {-2.1179f, -2.0357f, -1.8044f};
-  // Pixel counts around the 16-pixel step (tails of 0 to 15), and a 224 x 224 crop.
+  // Pixel counts around the 16-pixel step (tails of 0 to 15), and 224 x 224
+  // and 232 x 232 crops (outputs of 512 KiB or more: streaming stores).
   std::vector<std::int64_t> counts;
   for (std::int64_t n = 0; n <= 40; ++n) counts.push_back(n);
   counts.push_back(224 * 224);
+  counts.push_back(232 * 232);
   for (const std::int64_t n : counts) {
-    INFO(n << " pixels");
-    std::vector<std::uint8_t> in(static_cast<std::size_t>(n * 3));
-    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint8_t>(i * 89 + 7);
-    std::vector<float> portable(in.size() + 1, -1.0f), avx2(in.size() + 1, -1.0f);
-    ingest::image::detail::normalize_chw<3, ingest::image::detail::StoreFloat32>(
-        in.data(), n, scale, bias, portable.data(), n);
-    ingest::image::detail::normalize_chw3_f32_avx2(in.data(), n, scale, bias, avx2.data());
-    CHECK(std::memcmp(portable.data(), avx2.data(), avx2.size() * sizeof(float)) == 0);
-    CHECK(avx2.back() == -1.0f);  // nothing written past the planes
+    // Planes at a 32-byte aligned address (streamed when large) and at one
+    // 4 bytes past it (plain stores).
+    for (const std::size_t shift : {std::size_t{0}, std::size_t{1}}) {
+      INFO(n << " pixels, output shifted by " << shift << " floats from 32-byte alignment");
+      std::vector<std::uint8_t> in(static_cast<std::size_t>(n * 3));
+      for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::uint8_t>(i * 89 + 7);
+      std::vector<float> portable(in.size() + 1, -1.0f), storage(in.size() + 1 + 8 + shift, -1.0f);
+      const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % 32 / sizeof(float);
+      float* avx2 = storage.data() + (misalign == 0 ? 0 : 8 - misalign) + shift;
+      ingest::image::detail::normalize_chw<3, ingest::image::detail::StoreFloat32>(
+          in.data(), n, scale, bias, portable.data(), n);
+      ingest::image::detail::normalize_chw3_f32_avx2(in.data(), n, scale, bias, avx2);
+      CHECK(std::memcmp(portable.data(), avx2, portable.size() * sizeof(float)) == 0);
+      CHECK(avx2[in.size()] == -1.0f);  // nothing written past the planes
+    }
   }
 }
 #endif
