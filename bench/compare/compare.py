@@ -104,7 +104,7 @@ LIMIT = {
           "local files (limit-local)",
     "W1": "hand-written loop: a reused 256-value buffer written (2x+1) and summed",
     "W2": f"the function alone on {CORES} threads at once (no pipeline)",
-    "W3": f"no-library loop of the pipeline's shape on {CORES} threads: function, 10,000-element shuffle buffer, copy into the batch",
+    "W3": f"no-library loop of the pipeline's shape on {CORES} threads, allocating nothing: function, 10,000-element shuffle buffer of preallocated slots, copy into the batch",
     "W3-GZIP": f"inflate of the GZIP shards on {CORES} threads at once with the engine ingest was built with (ISA-L igzip, else zlib), no parsing",
     "W4": f"tjDecompress2 full decode of the same JPEGs on {CORES} threads at once",
 }
@@ -353,7 +353,8 @@ NOTES = """## How each system differs
   Files are in page cache. W4 reads in file order (no shuffle) everywhere.
 - **ingest**: `scripts/compare.sh` builds `ingest_compare` (bench/compare/ingest_side.cpp) in
   Release with ISA-L where found; W3's pipeline is bench/support/w3_data.hpp's, W4's the
-  one of bench/w4_images.cpp (normalisation written into the batch); bilinear antialiased resize
+  one of bench/w4_images.cpp (normalisation written into the batch) with the random crop
+  decoded alone (random_crop of the JPEG's bytes); bilinear antialiased resize
   in random_resized_crop, decoding only the window at the largest DCT scale that keeps 224 px.
 - **tf.data**: shuffle(10,000) as in the workload; W4-RRC is TensorFlow's ResNet preprocessing
   (sample_distorted_bounding_box on extract_jpeg_shape, decode_and_crop_jpeg, tf.image.resize
@@ -419,7 +420,7 @@ def write_results(args, rows, workloads, systems, out_dir, started):
             if s in summary:
                 v = summary[s]
                 spread = (v["max"] - v["min"]) / v["median"] if v["median"] else 0
-                config = {"limit-function": f"W3's map function alone on {CORES} threads (no shuffle, no batch)",
+                config = {"limit-function": f"W3's map function alone on {CORES} threads, into one reused buffer (no shuffle, no batch)",
                           "limit-local": "ingest's W3 pipeline on the local files (page cache)"}.get(
                               s, CONFIG.get(s) if s in CONFIG else LIMIT.get(w, ""))
                 if w == "W9" and s == "limit":
