@@ -71,7 +71,7 @@ case "$config" in
     # The concurrent code: async stages, runtime, autotuner, loaders, the
     # remote storage part's I/O threads (its tests start nginx and SeaweedFS),
     # and the elastic restores of pipelines with a prefetch and a parallel map.
-    build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests
+    build_targets=(--target async_stages_tests runtime_tests loader_tests remote_tests with_s3_server
                    checkpoint_crash_tests checkpoint_crash_child distributed_tests)
     ctest_args+=(-L "concurrency|remote|distributed")
     # Two single-threaded property tests of the kept shuffle buffer (runtime/

@@ -84,13 +84,55 @@ class SeaweedS3 {
   }
   SeaweedS3(const SeaweedS3&) = delete;
   SeaweedS3& operator=(const SeaweedS3&) = delete;
+
+  /// The server another process runs, from its state file (write_state()).
+  /// Throws std::runtime_error when the file is missing or malformed or its
+  /// process has gone.
+  struct Running {};
+  SeaweedS3(Running, const std::string& state) : owned_(false) {
+    std::ifstream in(state);
+    long owner = 0;
+    in >> owner;
+    for (int port = 0; ports_.size() < 8 && in >> port;) ports_.push_back(port);
+    if (!in || owner <= 0 || ports_.size() != 8) {
+      throw std::runtime_error(std::string(kServerEnv) + " names '" + state +
+                               "', which is not a server's state file (with_s3_server --serve "
+                               "writes one)");
+    }
+    if (::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH) {
+      throw std::runtime_error(std::string(kServerEnv) + " names '" + state +
+                               "', whose server (pid " + std::to_string(owner) + ") has stopped");
+    }
+  }
   ~SeaweedS3() { stop(); }
 
-  /// The server of this test binary, started on first use and stopped at
-  /// exit.
+  /// Names the state file of a server another process runs (written by
+  /// `with_s3_server --serve FILE`; CTest's s3_server fixture starts one for
+  /// every remote test and sets this variable).
+  static constexpr const char* kServerEnv = "INGEST_TEST_S3_SERVER";
+
+  /// The server of this test binary: the one $INGEST_TEST_S3_SERVER names,
+  /// else one started on first use and stopped at exit.
   static SeaweedS3& shared() {
-    static SeaweedS3 server;
+    static SeaweedS3 server = from_environment();
     return server;
+  }
+
+  /// The server $INGEST_TEST_S3_SERVER names, else a new one.
+  static SeaweedS3 from_environment() {
+    const char* state = std::getenv(kServerEnv);
+    if (state != nullptr && *state != '\0') return SeaweedS3(Running{}, state);
+    return SeaweedS3();
+  }
+
+  /// Writes "<pid> <ports...>" to `path` (through a temporary file and a
+  /// rename, so a reader sees all of it or nothing): what
+  /// from_environment() reads in other processes.
+  void write_state(const std::string& path) const {
+    std::string text = std::to_string(::getpid());
+    for (const int port : ports_) text += " " + std::to_string(port);
+    write_file(path + ".tmp", text + "\n");
+    std::filesystem::rename(path + ".tmp", path);
   }
 
   /// "http://127.0.0.1:<port>", the S3 endpoint.
@@ -266,6 +308,7 @@ class SeaweedS3 {
 
   // SIGKILLs the server's process group (its data is scratch) and reaps it.
   void stop() noexcept {
+    if (!owned_) return;  // another process's server: it stops it
     if (pid_ > 0) {
       ::kill(-pid_, SIGKILL);
       int status = 0;
@@ -302,6 +345,7 @@ class SeaweedS3 {
   std::vector<int> ports_{};
   pid_t pid_ = -1;
   int buckets_ = 0;
+  bool owned_ = true;  // false: another process runs the server (Running)
 };
 
 }  // namespace ingest::testing
