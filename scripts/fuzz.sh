@@ -16,7 +16,7 @@ build=build/fuzz
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   "-DCMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-}" \
   -DINGEST_BUILD_FUZZERS=ON -DINGEST_BUILD_TESTS=OFF -DINGEST_BUILD_BENCH=OFF \
-  -DINGEST_BUILD_EXAMPLES=OFF
+  -DINGEST_BUILD_EXAMPLES=OFF -DINGEST_BUILD_TOOLS=OFF
 cmake --build "$build" -j "$(nproc)"
 scripts/build-profile.sh "$build" --top 8
 

@@ -5,7 +5,6 @@
 #include <iostream>
 #include <string>
 
-#include <ingest/ingest.hpp>
 #include <ingest/storage/remote.hpp>
 
 int main() {
