@@ -108,13 +108,15 @@ TEST_CASE("errors surface at their element's position, iteration continues",
 }
 
 TEST_CASE("calls run on several threads at once", "[stages][parallel_map][concurrency]") {
-  // Each call waits until two calls are inside at the same time (or 10 s pass).
+  // Each call waits until two calls are inside at the same time (or 10 s
+  // pass), until two calls have met: a call left alone at the end then need
+  // not wait out the 10 s.
   std::atomic<int> inside{0};
   std::atomic<int> met{0};
   auto f = [&](std::int64_t x) {
     inside.fetch_add(1);
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (inside.load() < 2 && std::chrono::steady_clock::now() < deadline)
+    while (inside.load() < 2 && met.load() < 2 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::yield();
     if (inside.load() >= 2) met.fetch_add(1);
     std::this_thread::sleep_for(1ms);
