@@ -183,12 +183,10 @@ inline Tensor random_crop(ByteView bytes, Size size, Rng& rng, const DecodeOptio
     return detail::copy_window(detail::transform_view(image, op), window, 0);
   }
   detail::JpegDecoder decoder(bytes, options, op);
-  const int s = options.scale_denom;
-  // A bad scale_denom is decode's error; the window is drawn from the full size meanwhile.
-  const Size full = s == 1 || s == 2 || s == 4 || s == 8
-                        ? decoder.scaled_size(s)
-                        : Size{decoder.header().height, decoder.header().width};
-  return decoder.decode(s, detail::random_crop_window(full.height, full.width, size, rng, op));
+  decoder.check_scale_denom(options.scale_denom);
+  const Size full = decoder.scaled_size(options.scale_denom);
+  return decoder.decode(options.scale_denom,
+                        detail::random_crop_window(full.height, full.width, size, rng, op));
 }
 
 /// `image` with `padding` added on each side (tf.image.pad_to_bounding_box

@@ -97,6 +97,14 @@ class JpegDecoder {
     return {c.image_height, c.image_width, stored_channels(), ImageFormat::jpeg};
   }
 
+  /// Throws InvalidArgument unless `scale_denom` is 1, 2, 4 or 8.
+  void check_scale_denom(int scale_denom) const {
+    if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
+      throw InvalidArgument(std::string(op_) + ": scale_denom must be 1, 2, 4 or 8, got " +
+                            std::to_string(scale_denom));
+    }
+  }
+
   /// The size of the image decoded at 1/scale_denom (libjpeg rounds up).
   Size scaled_size(int scale_denom) const noexcept {
     const jpeg_decompress_struct& c = handle_.cinfo;
@@ -109,10 +117,7 @@ class JpegDecoder {
   /// image or too many pixels; DataLossError for corrupt data.
   Tensor decode(int scale_denom, std::optional<CropWindow> window) {
     check_channels(options_.channels, false, op_);
-    if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
-      throw InvalidArgument(std::string(op_) + ": scale_denom must be 1, 2, 4 or 8, got " +
-                            std::to_string(scale_denom));
-    }
+    check_scale_denom(scale_denom);
     jpeg_decompress_struct* cinfo = &handle_.cinfo;
     check_pixels(cinfo->image_height, cinfo->image_width, options_.max_pixels, op_, options_.file);
     const Size full = scaled_size(scale_denom);
