@@ -21,6 +21,7 @@
 #include "ingest/core/errors.hpp"
 #include "ingest/core/state.hpp"
 #include "ingest/core/world.hpp"
+#include "ingest/runtime/pipeline.hpp"
 #include "ingest/runtime/probe.hpp"
 
 namespace ingest::distributed {
@@ -134,7 +135,12 @@ auto restore(Make&& make, std::span<const IteratorState> states, World world) {
       const D d = make(old);
       if (r == 0) detail::check_resizable(d, old_size, world.world_size);
       try {
-        const It it = d.iterator(states[r]);
+        // In a replica: its stages pull nothing ahead of the rank's position
+        // (a parallel map launching batches while an outer prefetch replays
+        // through it would move the source past what the rank consumed).
+        ingest::detail::restored_replica(
+            d, states[r], std::make_shared<ingest::detail::CounterSandbox>(),
+            ingest::detail::fingerprint_value(d), ingest::detail::description_of(d));
       } catch (const InvalidArgument& e) {
         throw InvalidArgument("distributed::restore: " + detail::state_name(r, old_size) +
                                   " does not restore as rank " + std::to_string(r) + " of a " +

@@ -210,6 +210,11 @@ struct PipelineControl {
   std::int64_t countdown = 16;
   std::int64_t last_end = 0;
 };
+
+template <class D>
+auto restored_replica(const D& d, const IteratorState& state,
+                      std::shared_ptr<CounterSandbox> sandbox, std::uint64_t fingerprint,
+                      std::vector<StageDescription> description);
 }  // namespace detail
 
 /// The iterator handed to users by Dataset::iterator(): the pipeline's last
@@ -388,17 +393,14 @@ class PipelineIterator {
   // Restores `state` into a replica of the pipeline and saves it (see
   // save()): no model (nothing measured, no autotuner), private counters.
   IteratorState compact(const IteratorState& state) const requires(!std::is_void_v<D>) {
-    IteratorContext replica_ctx;
-    replica_ctx.replica = std::make_shared<detail::CounterSandbox>();
-    auto replica_it = detail::child_iterator(dataset_.value, replica_ctx);
-    PipelineIterator<decltype(replica_it)> replica(std::move(replica_it), nullptr, fingerprint(),
-                                                   description());
-    replica.restore(state);
+    const auto sandbox = std::make_shared<detail::CounterSandbox>();
+    auto replica =
+        detail::restored_replica(dataset_.value, state, sandbox, fingerprint(), description());
     std::int64_t replay = 0;
     IteratorState compacted = replica.write_state(replay);
     // A refusal a stage took for an element's error (the replay skips
     // those) still refuses.
-    if (replica_ctx.replica->refused()) throw detail::ReplicaRefused{};
+    if (sandbox->refused()) throw detail::ReplicaRefused{};
     return compacted;
   }
 
@@ -432,6 +434,25 @@ class PipelineIterator {
 };
 
 namespace detail {
+/// `state` restored into a replica of `d`'s pipeline: no model, the pass
+/// counters `sandbox`'s private copies, and every stage pulling nothing
+/// ahead of the consumer's position (the user-function stages run inline,
+/// no producer starts), so each source stands where the state's consumer
+/// had read it. PipelineIterator::save compacts a state through one;
+/// distributed::restore reads the old ranks' positions through one.
+template <class D>
+auto restored_replica(const D& d, const IteratorState& state,
+                      std::shared_ptr<CounterSandbox> sandbox, std::uint64_t fingerprint,
+                      std::vector<StageDescription> description) {
+  IteratorContext ctx;
+  ctx.replica = std::move(sandbox);
+  auto it = child_iterator(d, ctx);
+  PipelineIterator<decltype(it)> replica(std::move(it), nullptr, fingerprint,
+                                         std::move(description));
+  replica.restore(state);
+  return replica;
+}
+
 template <class D>
 auto make_pipeline_iterator(const D& d) {
   auto model = std::make_shared<Model>();

@@ -117,7 +117,9 @@ class PassCursor {
       passes_ = shared_counter(ctx, spec_->passes);
       pass_ = passes_->fetch_add(1, std::memory_order_relaxed);
     }
-    if (!ctx.replica) report_ = spec_->elastic.report;
+    // (Only distributed::restore's old ranks report, each restored in a
+    // replica: detail::restored_replica.)
+    report_ = spec_->elastic.report;
     std::vector<DealLevel> levels;
     if (const auto& resume = spec_->elastic.resume; resume && resume->pass == pass_) {
       levels = resume->levels;
