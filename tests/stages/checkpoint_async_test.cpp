@@ -713,9 +713,8 @@ TEST_CASE("checkpoint: the first save over a filled shuffle buffer restores with
       const IteratorState state = it.save();
       CHECK(it.stats().compacted_checkpoints == (compact ? 1 : 0));
 
-      // The live iterator's prefetch may still be producing its next batch
-      // (8 inputs, seen once under load), so only the restored pipeline's
-      // own reads are counted.
+      // The live iterator's prefetch may still be producing its next batch,
+      // so only the restored pipeline's own reads are counted.
       std::atomic<std::int64_t> restored_pulls{0};
       auto restored = shuffled_pipeline(p, false, &restored_pulls).iterator(state);
       const PipelineStats restore = restored.stats();
