@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -124,4 +126,80 @@ TEST_CASE("memory of an exiting thread's cache is returned", "[core][allocator][
     for (int i = 0; i < 100; ++i) Tensor t(DType::float64, Shape{1000});
   }).join();
   CHECK(pool.stats().bytes_cached >= 8000);
+}
+
+TEST_CASE("a record string given back serves the next take of its size on the thread",
+          "[core][allocator]") {
+  auto& recycler = detail::StringRecycler::instance();
+  std::string s = recycler.take(3000);
+  CHECK(s.empty());
+  CHECK(s.capacity() >= 3000);
+  s.assign(3000, 'x');
+  const char* buffer = s.data();
+  recycler.give(s);
+  CHECK(s.empty());  // its buffer moved into the magazine
+  CHECK(recycler.cached_here(3000) == 1);
+  // A record a little larger still fits: take() reserved its class's capacity.
+  const std::string t = recycler.take(3050);
+  CHECK(t.data() == buffer);
+  CHECK(t.empty());
+  CHECK(recycler.cached_here(3000) == 0);
+}
+
+TEST_CASE("strings outside the recycler's sizes are left alone", "[core][allocator]") {
+  auto& recycler = detail::StringRecycler::instance();
+  std::string small(100, 's');
+  recycler.give(small);
+  CHECK(small == std::string(100, 's'));
+  std::string huge(detail::StringRecycler::max_bytes + 1, 'h');
+  recycler.give(huge);
+  CHECK(huge.size() == detail::StringRecycler::max_bytes + 1);
+  CHECK(recycler.take(10).capacity() >= 10);
+  CHECK(recycler.take(detail::StringRecycler::max_bytes + 1).capacity() >
+        detail::StringRecycler::max_bytes);
+}
+
+TEST_CASE("record strings given back on one thread are taken on another",
+          "[core][allocator][concurrency]") {
+  auto& recycler = detail::StringRecycler::instance();
+  constexpr std::size_t bytes = 20'000;  // a class no other test uses
+  std::vector<const char*> given;
+  const auto before = recycler.stats();
+  // A map's worker: every string it is done with goes to its magazine, eight at
+  // a time into the shared lists once the magazine is full, the rest at exit.
+  std::thread([&] {
+    std::vector<std::string> records(32);
+    for (std::string& s : records) {
+      s = recycler.take(bytes);
+      s.assign(bytes, 'r');
+      given.push_back(s.data());
+    }
+    for (std::string& s : records) recycler.give(s);
+  }).join();
+  CHECK(recycler.stats().spilled - before.spilled == 32);
+  // The reader's thread takes them back instead of allocating.
+  int reused = 0;
+  std::vector<std::string> taken;
+  for (int i = 0; i < 8; ++i) {
+    taken.push_back(recycler.take(bytes));
+    reused += std::find(given.begin(), given.end(), taken.back().data()) != given.end();
+  }
+  CHECK(reused == 8);
+  CHECK(recycler.stats().refilled - before.refilled >= 8);
+}
+
+TEST_CASE("the recycler's shared lists are bounded", "[core][allocator][concurrency]") {
+  auto& recycler = detail::StringRecycler::instance();
+  const std::size_t start = recycler.stats().bytes_cached;
+  // 96 MiB of the largest class given back on a thread that then exits: the
+  // shared lists keep at most max_cached_bytes, and free the rest.
+  std::thread([&] {
+    std::vector<std::string> many(384);
+    for (std::string& s : many) s = recycler.take(detail::StringRecycler::max_bytes);
+    for (std::string& s : many) recycler.give(s);
+  }).join();
+  CHECK(recycler.stats().bytes_cached <= detail::StringRecycler::max_cached_bytes);
+  CHECK(recycler.stats().bytes_cached >= detail::StringRecycler::max_cached_bytes / 2);
+  for (int i = 0; i < 384; ++i) recycler.take(detail::StringRecycler::max_bytes);  // frees them
+  CHECK(recycler.stats().bytes_cached <= start);
 }

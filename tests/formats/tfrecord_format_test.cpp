@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,33 @@ TEST_CASE("read and read_view agree, for small and large records", "[formats][tf
   }
   write_file(dir / "empty", "");
   CHECK(read_all(dir / "empty").empty());
+}
+
+TEST_CASE("a record goes into a string a stage gave back", "[formats][tfrecord]") {
+  // A map gave back a string of the record's size class on this thread
+  // (detail::StringRecycler): the reader fills it instead of allocating.
+  TempDir dir;
+  const std::vector<std::string> payloads{std::string(3500, 'a'), std::string(3400, 'b')};
+  write_file(dir / "a", frame_records(payloads));
+  auto& recycler = detail::StringRecycler::instance();
+  std::string done = recycler.take(3500);
+  done.assign(3500, 'z');
+  const char* buffer = done.data();
+  recycler.give(done);
+  for (bool mapped : {false, true}) {
+    TFRecordReader reader(dir / "a", {.memory_map = mapped});
+    std::optional<std::string> first = reader.read();
+    REQUIRE(first);
+    CHECK(*first == payloads[0]);
+    CHECK(first->data() == buffer);
+    recycler.give(*first);  // as the map would; the next record reuses it again
+    std::optional<std::string> second = reader.read();
+    REQUIRE(second);
+    CHECK(*second == payloads[1]);
+    CHECK(second->data() == buffer);
+    recycler.give(*second);
+    CHECK_FALSE(reader.read());
+  }
 }
 
 TEST_CASE("a flipped byte in a length, a payload or a CRC is a corrupted record",

@@ -241,3 +241,24 @@ TEST_CASE("input and function errors in batches whose chunks left while they loa
     }
   }
 }
+
+TEST_CASE("map_and_batch gives the strings its function read back", "[stages][map_and_batch]") {
+  auto& recycler = detail::StringRecycler::instance();
+  const std::size_t here = recycler.cached_here(4096);
+  const std::uint64_t spilled = recycler.stats().spilled;
+  constexpr std::size_t n = 3000;
+  // (A source whose strings are made one by one: from_vector would hand
+  // map_and_batch copies it makes inside its own loop.)
+  auto ds = range(static_cast<std::int64_t>(n))
+                .map([](std::int64_t) { return std::string(4096, 'b'); })
+                .map([](const std::string& s) { return static_cast<std::int64_t>(s.size()); },
+                     {.parallelism = 2})
+                .batch(100);
+  std::int64_t sum = 0;
+  for (const Tensor& b : collect(ds))
+    for (std::int64_t x : b.values<std::int64_t>()) sum += x;
+  CHECK(sum == static_cast<std::int64_t>(n) * 4096);
+  const std::size_t threads = std::thread::hardware_concurrency() + 1;
+  CHECK(recycler.stats().spilled - spilled + (recycler.cached_here(4096) - here) >=
+        n - 16 * threads);
+}

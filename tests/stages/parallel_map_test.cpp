@@ -318,3 +318,22 @@ TEST_CASE("a parallel map's name names its node in stats, also fused with a batc
   }
   CHECK(names(seeded.stats()).front() == "crop");
 }
+
+TEST_CASE("a parallel map gives the strings it is done with back", "[stages][parallel_map]") {
+  // Wherever f ran (a pool thread, or inline on the caller), each input's
+  // buffer went to that thread's magazine; full magazines spill into the
+  // shared lists a reader's thread refills from.
+  auto& recycler = detail::StringRecycler::instance();
+  const std::size_t here = recycler.cached_here(4096);
+  const std::uint64_t spilled = recycler.stats().spilled;
+  constexpr std::size_t n = 3000;
+  auto ds = from_vector(std::vector<std::string>(n, std::string(4096, 'p')))
+                .map([](const std::string& s) { return s.size(); }, {.parallelism = 2});
+  std::size_t sum = 0;
+  for (std::size_t x : collect(ds)) sum += x;
+  CHECK(sum == n * 4096);
+  // At most a magazine (16) stays with each thread that ran f.
+  const std::size_t threads = std::thread::hardware_concurrency() + 1;
+  CHECK(recycler.stats().spilled - spilled + (recycler.cached_here(4096) - here) >=
+        n - 16 * threads);
+}

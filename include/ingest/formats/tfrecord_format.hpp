@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ingest/core/allocator.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/state.hpp"
 #include "ingest/formats/compression.hpp"
@@ -166,13 +167,14 @@ class TFRecordReader {
   }
 
   // A payload that fits the window, checked in place and then copied into its
-  // own string (from cache: the check has just read it). C++20 strings cannot
-  // be sized without being filled, which costs as much as the copy.
+  // own string (from cache: the check has just read it), one a stage gave
+  // back where there is one (detail::StringRecycler).
   std::string read_small_copy(std::size_t n) {
     if (!stream_.fill(n + detail::tfrecord_footer_bytes)) throw_truncated(payload_offset());
     const char* p = stream_.data();
     check_payload(p, n, p + n);
-    std::string out(p, n);
+    std::string out = detail::StringRecycler::instance().take(n);
+    out.assign(p, n);
     stream_.consume(n + detail::tfrecord_footer_bytes);
     return out;
   }

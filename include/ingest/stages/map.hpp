@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/allocator.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/runtime/pipeline.hpp"
@@ -84,7 +85,10 @@ class MapIterator {
       }
       std::size_t j = 0;
       try {
-        for (; j < got; ++j) out[n + j] = f_(std::move(in[j]));
+        for (; j < got; ++j) {
+          out[n + j] = f_(std::move(in[j]));
+          if constexpr (!std::is_same_v<input_type, value_type>) detail::recycle(in[j]);
+        }
       } catch (...) {
         // Element j failed: its error waits for the next call to next();
         // the inputs after it stay pending, so nothing is lost.
@@ -127,8 +131,10 @@ class MapIterator {
   static constexpr std::size_t chunk = std::clamp<std::size_t>(4096 / sizeof(input_type), 8, 512);
 
   std::optional<value_type> apply(input_type&& x) {
-    return std::optional<value_type>(
+    std::optional<value_type> v(
         std::in_place, detail::invoke_user(detail::map_stage_label<F>, index_++, f_, std::move(x)));
+    detail::recycle(x);
+    return v;
   }
 
   InputIt input_;

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/allocator.hpp"
 #include "ingest/core/batch_traits.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
@@ -215,8 +216,9 @@ class MapAndBatchIterator {
       Batch& b = *c.batch;
       for (; i < c.end && !stopped(cancelled); ++i) {
         if (c.any_failed && b.failed[i]) continue;
+        In&& x = take(b.in[i]);
         try {
-          auto&& v = f(take(b.in[i]));
+          auto&& v = f(std::move(x));
           try {
             b.out->set(i, std::move(v));
           } catch (...) {
@@ -225,6 +227,7 @@ class MapAndBatchIterator {
         } catch (...) {
           fail(c, i, detail::map_stage_label<F>);
         }
+        detail::recycle(x);
       }
     }
     // A pool chunk. Pool chunks check for cancellation after every element
@@ -245,7 +248,10 @@ class MapAndBatchIterator {
           while (i < c.end && !stopped(cancelled)) {
             const std::size_t piece_end = std::min(c.end, i + piece);
             try {
-              for (; i < piece_end; ++i) slots[i] = f(std::move(b.in[i]));
+              for (; i < piece_end; ++i) {
+                slots[i] = f(std::move(b.in[i]));
+                detail::recycle(b.in[i]);
+              }
             } catch (...) {
               fail(c, i, detail::map_stage_label<F>);
               ++i;

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "ingest/core/allocator.hpp"
 #include "ingest/core/dataset.hpp"
 #include "ingest/core/errors.hpp"
 #include "ingest/core/state.hpp"
@@ -165,6 +166,7 @@ class ParallelMapIterator {
               {.stage = detail::map_stage_label<F>,
                .element = c.first_index + static_cast<std::int64_t>(i)});
         }
+        detail::recycle(*c.in[i]);
         c.in[i].reset();
       }
       return i;
@@ -194,14 +196,17 @@ class ParallelMapIterator {
     const std::int64_t index = next_index_++;
     if (sampler_.before()) [[unlikely]]
       return next_sampled(std::move(*x), index);
-    return std::optional<value_type>(
+    std::optional<value_type> v(
         std::in_place, detail::invoke_user(detail::map_stage_label<F>, index, f(), std::move(*x)));
+    detail::recycle(*x);
+    return v;
   }
 
   // An inline call inside the sampler's measured run.
   [[gnu::noinline]] std::optional<value_type> next_sampled(In&& x, std::int64_t index) {
     std::optional<value_type> v(
         std::in_place, detail::invoke_user(detail::map_stage_label<F>, index, f(), std::move(x)));
+    detail::recycle(x);
     if (sampler_.after(planner())) {
       // (No clock reads per call here: they would be most of what a
       // trivial function's sample measures.)
