@@ -289,9 +289,10 @@ namespace detail {
 // lock, so a reader thread that allocates and a map thread that frees met in
 // that lock once a record each (W3: a tenth of the run). Like CachingHostPool:
 // per-thread magazines by size class (256 B to 256 KiB), exchanged half at a
-// time through shared lists that keep at most 64 MiB; beyond, strings are
-// freed. A string from take() has its class's capacity (up to 25% more than
-// asked), so that it serves the next record of a similar size.
+// time through shared lists that keep at most 64 MiB (counted at their
+// classes' sizes); beyond, strings are freed. A string from take() has its
+// class's capacity (up to 25% more than asked), so that it serves the next
+// record of a similar size.
 class StringRecycler {
  public:
   /// Capacities it keeps, and the most free bytes its shared lists hold.
@@ -312,9 +313,11 @@ class StringRecycler {
       return s;
     }
     const std::size_t cls = PoolAllocator::size_class(bytes);
-    Magazine& m = magazines().slot[cls - first_class];
-    if (m.count == 0) m.count = refill_from_shared(cls, m.strings);
-    if (m.count != 0) return std::move(m.strings[--m.count]);
+    if (Magazines* all = magazines()) {
+      Magazine& m = all->slot[cls - first_class];
+      if (m.count == 0) m.count = refill_from_shared(cls, m.strings);
+      if (m.count != 0) return std::move(m.strings[--m.count]);
+    }
     s.reserve(PoolAllocator::class_bytes(cls));
     return s;
   }
@@ -326,8 +329,10 @@ class StringRecycler {
     if (capacity < min_bytes || capacity > max_bytes) return;
     std::size_t cls = PoolAllocator::size_class(capacity);
     if (PoolAllocator::class_bytes(cls) > capacity) --cls;  // serves requests up to its capacity
+    Magazines* all = magazines();
+    if (all == nullptr) return;
     s.clear();
-    Magazine& m = magazines().slot[cls - first_class];
+    Magazine& m = all->slot[cls - first_class];
     if (m.count == magazine) {
       m.count -= refill;
       spill(cls, m.strings + m.count, refill);
@@ -347,8 +352,9 @@ class StringRecycler {
   }
   /// Strings the calling thread's magazine holds for requests of `bytes`.
   std::size_t cached_here(std::size_t bytes) {
-    if (bytes < min_bytes || bytes > max_bytes) return 0;
-    return magazines().slot[PoolAllocator::size_class(bytes) - first_class].count;
+    Magazines* all = magazines();
+    if (bytes < min_bytes || bytes > max_bytes || all == nullptr) return 0;
+    return all->slot[PoolAllocator::size_class(bytes) - first_class].count;
   }
 
  private:
@@ -364,8 +370,9 @@ class StringRecycler {
   struct Magazines {
     std::array<Magazine, num_classes> slot;
   };
-  // Allocated on a thread's first use (most threads never touch records);
-  // spilled into the shared lists when the thread exits.
+  // Allocated on a thread's first use (most threads never touch records;
+  // without memory for them, strings are neither kept nor reused); spilled
+  // into the shared lists when the thread exits.
   struct Holder {
     Magazines* m = nullptr;
     ~Holder() {
@@ -376,10 +383,10 @@ class StringRecycler {
       delete m;
     }
   };
-  static Magazines& magazines() {
+  static Magazines* magazines() noexcept {
     thread_local Holder holder;
-    if (holder.m == nullptr) holder.m = new Magazines();
-    return *holder.m;
+    if (holder.m == nullptr) holder.m = new (std::nothrow) Magazines();
+    return holder.m;
   }
 
   std::uint32_t refill_from_shared(std::size_t cls, std::string* out) {
