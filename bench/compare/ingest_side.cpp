@@ -336,16 +336,19 @@ Epoch w3_read_every_core(const std::vector<std::string>& files,
       const int fd = ::open(files[f].c_str(), O_RDONLY);
       if (fd < 0) throw std::runtime_error("cannot open " + files[f]);
       std::size_t size = 0;
-      for (ssize_t got; (got = ::read(fd, buf.data() + size, buf.size() - size)) > 0;)
+      ssize_t got;
+      while ((got = ::read(fd, buf.data() + size, buf.size() - size)) > 0)
         size += static_cast<std::size_t>(got);
       ::close(fd);
+      if (got < 0) throw std::runtime_error("cannot read " + files[f]);
       const char* p = buf.data();
       for (std::size_t pos = 0; pos + 12 <= size;) {
         std::uint64_t length;
         std::uint32_t length_crc, data_crc;
         std::memcpy(&length, p + pos, 8);
         std::memcpy(&length_crc, p + pos + 8, 4);
-        if (length > size - pos - 16) throw std::runtime_error("W3 read: truncated " + files[f]);
+        if (size - pos < 16 || length > size - pos - 16)
+          throw std::runtime_error("W3 read: truncated " + files[f]);
         std::memcpy(&data_crc, p + pos + 12 + length, 4);
         if (ingest::masked_crc32c(p + pos, 8) != length_crc ||
             ingest::masked_crc32c(p + pos + 12, length) != data_crc)
