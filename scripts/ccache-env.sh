@@ -9,7 +9,8 @@
 # tests pass their paths through a generated source, tests/support/paths.hpp,
 # and group their files with relative includes) and every object is a hit.
 # The precompiled headers are cached too (the sloppiness ccache needs for
-# them: their macros and time stamps). Depend mode takes the headers a unit
+# them: their macros and time stamps), and where a <pch>.sum lies beside one
+# (clang's, cmake/pch-sum.sh) ccache hashes the sum, which names no folder. Depend mode takes the headers a unit
 # read from the compiler's dependency file (every build here writes one), so a
 # miss costs one compiler run, not a preprocessor run as well.
 #
@@ -22,6 +23,7 @@ if [ "${INGEST_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
   export CCACHE_NOHASHDIR=true
   export CCACHE_DEPEND=true
   export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  export CCACHE_PCH_EXTSUM=true
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
   # Read by CMake (3.17 and later) as the launchers' defaults, in this build
   # and in the projects the packaging tests configure.
