@@ -10,9 +10,10 @@
 # and group their files with relative includes) and every object is a hit.
 # The precompiled headers are cached too (the sloppiness ccache needs for
 # them: their macros and time stamps), and where a <pch>.sum lies beside one
-# (clang's, cmake/pch-sum.sh) ccache hashes the sum, which names no folder. Depend mode takes the headers a unit
-# read from the compiler's dependency file (every build here writes one), so a
-# miss costs one compiler run, not a preprocessor run as well.
+# (clang's, cmake/pch-sum.sh) ccache hashes the sum, which names no folder.
+# Depend mode takes the headers a unit read from the compiler's dependency
+# file (every build here writes one), so a miss costs one compiler run, not a
+# preprocessor run as well.
 #
 #   INGEST_CCACHE=0   build without it
 #   CCACHE_DIR        where the cache lives (ccache's default: ~/.cache/ccache)
