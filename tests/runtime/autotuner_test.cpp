@@ -354,9 +354,13 @@ TEST_CASE("an autotuned pipeline gives a slow map the threads",
   // pays as the model predicts even when other processes hold the machine's
   // cores (CI runs tests in parallel, under sanitizers): a spinning function
   // on a loaded machine makes the measured gain of a third thread vanish,
-  // and the economy rule rightly takes it back.
+  // and the economy rule rightly takes it back. It waits 1 ms, so that what
+  // the pipeline and the threads' wake-ups add per element on a slow
+  // machine under a sanitizer (tens of microseconds) stays small beside the
+  // gain the model expects of a third thread (500 to 333 us an element),
+  // half of which the measured time must show.
   auto slow = [](std::int64_t x) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return x;
   };
   auto ds = range(3000)
