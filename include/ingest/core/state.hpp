@@ -288,12 +288,9 @@ class StateWriter {
   /// fields, then its input's section).
   template <class F>
   void section(std::string_view stage, F&& body) {
-    write_string(stage);
-    const std::size_t length_at = out_.size();
-    write_u64(0);
-    const std::size_t start = size();
+    const Section open = open_section(stage);
     std::forward<F>(body)();
-    patch_u64(length_at, size() - start);
+    close_section(open);
   }
 
   /// Appends `bytes`' bytes (no length), held by reference until copied out.
@@ -392,6 +389,22 @@ class StateWriter {
 
   void patch_u64(std::size_t at, std::uint64_t v) noexcept {
     for (int i = 0; i < 8; ++i) out_[at + i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+  }
+
+  // section()'s parts apart from its body, compiled once rather than once
+  // for every stage that saves: the name and a length patched at the close.
+  struct Section {
+    std::size_t length_at;  // where the length goes
+    std::size_t start;      // size() after it
+  };
+  Section open_section(std::string_view stage) {
+    write_string(stage);
+    const std::size_t length_at = out_.size();
+    write_u64(0);
+    return {length_at, size()};
+  }
+  void close_section(const Section& open) noexcept {
+    patch_u64(open.length_at, size() - open.start);
   }
 
   struct Deferred {
@@ -552,29 +565,9 @@ class StateReader {
   /// bounds, and checks that body read all of it.
   template <class F>
   void section(std::string_view stage, F&& body) {
-    const std::size_t at = pos_;
-    const std::string found = read_string();
-    if (found != stage) {
-      throw DataLossError("checkpoint: expected stage '" + std::string(stage) + "' at byte " +
-                              std::to_string(offset(at)) + ", found '" + found + "'",
-                          {.stage = std::string(stage), .offset = offset(at)});
-    }
-    const std::size_t length_at = pos_;
-    const std::uint64_t length = read_u64();
-    if (length > limit_ - pos_) {
-      detail::throw_state_error("section of stage '" + found + "' has length " +
-                                    std::to_string(length) + ", more than the " +
-                                    std::to_string(limit_ - pos_) + " bytes left",
-                                offset(length_at));
-    }
-    const std::size_t outer = std::exchange(limit_, pos_ + static_cast<std::size_t>(length));
+    const std::size_t outer = open_section(stage);
     std::forward<F>(body)();
-    if (pos_ != limit_) {
-      detail::throw_state_error("stage '" + found + "' left " + std::to_string(limit_ - pos_) +
-                                    " bytes of its section unread",
-                                offset(pos_));
-    }
-    limit_ = outer;
+    close_section(stage, outer);
   }
 
   /// Skips what is left of the current section (a stage that restores in
@@ -604,6 +597,37 @@ class StateReader {
 
  private:
   std::uint64_t offset(std::size_t pos) const noexcept { return base_ + pos; }
+
+  // section()'s checks apart from its body, compiled once rather than once
+  // for every stage that restores. open_section reads the name and the
+  // length and bounds the reads to the section; it returns the outer bound,
+  // which close_section restores once the body read all of the section.
+  std::size_t open_section(std::string_view stage) {
+    const std::size_t at = pos_;
+    const std::string found = read_string();
+    if (found != stage) {
+      throw DataLossError("checkpoint: expected stage '" + std::string(stage) + "' at byte " +
+                              std::to_string(offset(at)) + ", found '" + found + "'",
+                          {.stage = std::string(stage), .offset = offset(at)});
+    }
+    const std::size_t length_at = pos_;
+    const std::uint64_t length = read_u64();
+    if (length > limit_ - pos_) {
+      detail::throw_state_error("section of stage '" + found + "' has length " +
+                                    std::to_string(length) + ", more than the " +
+                                    std::to_string(limit_ - pos_) + " bytes left",
+                                offset(length_at));
+    }
+    return std::exchange(limit_, pos_ + static_cast<std::size_t>(length));
+  }
+  void close_section(std::string_view stage, std::size_t outer) {
+    if (pos_ != limit_) {
+      detail::throw_state_error("stage '" + std::string(stage) + "' left " +
+                                    std::to_string(limit_ - pos_) + " bytes of its section unread",
+                                offset(pos_));
+    }
+    limit_ = outer;
+  }
 
   std::uint64_t read_le(int bytes, const char* what) {
     if (static_cast<std::size_t>(bytes) > limit_ - pos_) truncated(bytes, what);

@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
+#include <type_traits>
 
 namespace ingest::detail {
 
@@ -46,24 +48,36 @@ class Notifier {
       if (ready()) return;
       cpu_relax();
     }
-    for (int i = 0; i < (spins ? yields : 0); ++i) {
-      if (ready()) return;
+    // Past the spins the waiter yields or sleeps, and an indirect call to
+    // `ready` costs nothing beside that; so the rest is compiled once, not
+    // once for every condition.
+    using R = std::remove_reference_t<Ready>;
+    wait_slow([](void* r) -> bool { return (*static_cast<R*>(r))(); },
+              const_cast<void*>(static_cast<const void*>(std::addressof(ready))),
+              spins ? yields : 0);
+  }
+
+ private:
+  // wait_until's yields, then its sleeps on the futex, until ready(r). Out
+  // of line, also where the optimiser would inline it into each caller.
+  [[gnu::noinline]] void wait_slow(bool (*ready)(void*), void* r, int yield_rounds) {
+    for (int i = 0; i < yield_rounds; ++i) {
+      if (ready(r)) return;
       std::this_thread::yield();
     }
     for (;;) {
       const std::uint32_t seen = epoch_.load(std::memory_order_acquire);
       waiters_.fetch_add(1, std::memory_order_seq_cst);
-      if (ready()) {
+      if (ready(r)) {
         waiters_.fetch_sub(1, std::memory_order_relaxed);
         return;
       }
       epoch_.wait(seen, std::memory_order_acquire);
       waiters_.fetch_sub(1, std::memory_order_relaxed);
-      if (ready()) return;
+      if (ready(r)) return;
     }
   }
 
- private:
   alignas(64) std::atomic<std::uint32_t> epoch_{0};
   std::atomic<std::uint32_t> waiters_{0};
 };
