@@ -49,6 +49,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -167,11 +168,11 @@ inline std::int64_t lowest_pending(std::int64_t pulled,
   return low;
 }
 
-/// Reads what write_position wrote: restores `input` (a fresh iterator)
-/// from the anchor and returns the replay. Throws DataLossError for
-/// positions that do not fit together.
-template <class It>
-Replay read_position(StateReader& r, It& input, std::string_view stage) {
+/// read_position's work for any input (below): `restore(input, reader)`
+/// restores the input from the anchor's bytes. Compiled once, not once for
+/// every stage type that restores.
+inline Replay read_position_of(StateReader& r, void* input, void (*restore)(void*, StateReader&),
+                               std::string_view stage) {
   Replay replay;
   const std::uint64_t at = r.offset();
   replay.anchor = r.read_i64();
@@ -199,7 +200,7 @@ Replay read_position(StateReader& r, It& input, std::string_view stage) {
     replay.pending.push_back(p);
   }
   StateReader anchor(bytes, bytes_at, r.owner());
-  input.restore(anchor);
+  restore(input, anchor);
   anchor.finish();
   r.note_replayed(anchor.replayed() + (replay.low - replay.anchor));  // the caller's skip_inputs
   if (r.owner()) {
@@ -209,15 +210,25 @@ Replay read_position(StateReader& r, It& input, std::string_view stage) {
   return replay;
 }
 
-/// Pulls and discards `n` inputs (errors count; Cancelled passes): the
-/// replay from an anchor to the consumer's position. An input that ends
-/// first is DataLossError (it changed since the save).
+/// Reads what write_position wrote: restores `input` (a fresh iterator)
+/// from the anchor and returns the replay. Throws DataLossError for
+/// positions that do not fit together.
 template <class It>
-void skip_inputs(It& input, std::int64_t n, std::string_view stage) {
+Replay read_position(StateReader& r, It& input, std::string_view stage) {
+  return read_position_of(
+      r, std::addressof(input),
+      [](void* in, StateReader& anchor) { static_cast<It*>(in)->restore(anchor); }, stage);
+}
+
+/// skip_inputs' work for any input (below): `next(input)` pulls one and
+/// returns false at its end. One indirect call per input replayed, on the
+/// restore's path only.
+inline void skip_inputs_of(void* input, bool (*next)(void*), std::int64_t n,
+                           std::string_view stage) {
   for (std::int64_t i = 0; i < n; ++i) {
     bool ended = false;
     try {
-      ended = !input.next();
+      ended = !next(input);
     } catch (const Cancelled&) {
       throw;
     } catch (...) {
@@ -229,6 +240,17 @@ void skip_inputs(It& input, std::int64_t n, std::string_view stage) {
                           {.stage = std::string(stage)});
     }
   }
+}
+
+/// Pulls and discards `n` inputs (errors count; Cancelled passes): the
+/// replay from an anchor to the consumer's position. An input that ends
+/// first is DataLossError (it changed since the save).
+template <class It>
+void skip_inputs(It& input, std::int64_t n, std::string_view stage) {
+  if (n <= 0) return;
+  skip_inputs_of(
+      std::addressof(input),
+      [](void* in) -> bool { return static_cast<bool>(static_cast<It*>(in)->next()); }, n, stage);
 }
 
 /// The anchors of one stage's input (see the top of this file). The puller
@@ -318,6 +340,16 @@ class Anchors {
   /// lowest position not delivered; a stale value only keeps more).
   template <class It>
   void take(const It& input, std::int64_t pulled, std::int64_t low) noexcept {
+    take_of(
+        std::addressof(input),
+        [](const void* in, StateWriter& w) { static_cast<const It*>(in)->save(w); }, pulled, low);
+  }
+
+  /// take()'s work for any input: `save(input, writer)` saves it. Compiled
+  /// once, not once for every stage type (anchors are every() pulls apart
+  /// or more: the indirect call is not on a per-element path).
+  void take_of(const void* input, void (*save)(const void*, StateWriter&), std::int64_t pulled,
+               std::int64_t low) noexcept {
     try {
       const std::int64_t start = now_ns(), cpu_start = thread_cpu_ns();
       StateWriter w;
@@ -337,7 +369,7 @@ class Anchors {
       } else {
         w.reserve(last_bytes_ + last_bytes_ / 8);
       }
-      input.save(w);
+      save(input, w);
       last_bytes_ = w.bytes().size();
       // The cost: the thread's CPU time (a preemption during the save, on
       // a busy machine, would space the anchors out for long), less the
@@ -392,6 +424,17 @@ class Anchors {
   template <class SaveNow>
   void write(StateWriter& w, std::int64_t pulled, std::vector<PositionRange> pending,
              SaveNow&& save_now, bool input_idle = false) const {
+    using S = std::remove_reference_t<SaveNow>;
+    write_of(
+        w, pulled, std::move(pending),
+        const_cast<void*>(static_cast<const void*>(std::addressof(save_now))),
+        [](void* f, StateWriter& now) { (*static_cast<S*>(f))(now); }, input_idle);
+  }
+
+  /// write()'s work for any input: `save_now(f, writer)` saves it. Compiled
+  /// once, not once for every stage type.
+  void write_of(StateWriter& w, std::int64_t pulled, std::vector<PositionRange> pending, void* f,
+                void (*save_now)(void*, StateWriter&), bool input_idle) const {
     const std::int64_t low = lowest_pending(pulled, pending);
     // In a replica, an idle input is saved where it stands (see above).
     const bool save_here = input_idle && low == pulled && in_replica();
@@ -421,7 +464,7 @@ class Anchors {
       if (failure) std::rethrow_exception(failure);
       auto now = std::make_shared<StateWriter>();
       now->set_speculative(w.speculative());
-      save_now(*now);
+      save_now(f, *now);
       position = pulled;
       state = std::move(now);
     }

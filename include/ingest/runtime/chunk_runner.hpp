@@ -24,47 +24,30 @@
 
 namespace ingest::detail {
 
-/// `Run` is a function object: `void operator()(Work&, const std::atomic<bool>& cancelled) const`.
-/// It must not throw (it records its errors in the Work).
-template <class Work, class Run>
-class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> {
+/// ChunkRunner's scheduling, whatever its Work and Run: the slots' states,
+/// the computing places and the queued workers. Compiled once, not once for
+/// every map function; ChunkRunner adds the work and runs it.
+class ChunkScheduler : public std::enable_shared_from_this<ChunkScheduler> {
  public:
   enum : int { idle = 0, pending = 1, running = 2, done = 3 };
   static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
 
-  ChunkRunner(std::size_t capacity, Run run, Runtime* runtime)
-      : run_(std::move(run)), runtime_(runtime) {
-    slots_.reserve(capacity);
-    for (std::size_t i = 0; i < capacity; ++i) slots_.push_back(std::make_unique<Slot>());
-  }
+  ChunkScheduler(const ChunkScheduler&) = delete;
+  ChunkScheduler& operator=(const ChunkScheduler&) = delete;
 
-  std::size_t capacity() const noexcept { return slots_.size(); }
-  Work& work(std::size_t slot) noexcept { return slots_[slot]->work; }
-  const Run& run() const noexcept { return run_; }
-  Run& run() noexcept { return run_; }
+  std::size_t capacity() const noexcept { return states_.size(); }
   int state(std::size_t slot) const noexcept {
-    return slots_[slot]->state.load(std::memory_order_acquire);
+    return states_[slot]->state.load(std::memory_order_acquire);
   }
 
   // ---- consumer side ----
 
   /// An idle slot, or `none`.
   std::size_t find_idle() const noexcept {
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
       if (state(i) == idle) return i;
     }
     return none;
-  }
-
-  /// Publishes a loaded slot and makes sure up to `parallelism` pool tasks run.
-  void submit(std::size_t slot, std::size_t parallelism) {
-    Slot& s = *slots_[slot];
-    s.seq.store(next_seq_++, std::memory_order_relaxed);
-    s.state.store(pending, std::memory_order_release);
-    // (Compared with int counters: a parallelism of 2^40 must not wrap to 0.)
-    parallelism_.store(std::min<std::size_t>(parallelism, std::numeric_limits<int>::max()),
-                       std::memory_order_relaxed);
-    post_worker();
   }
 
   /// True if the calling consumer could run a pending chunk now.
@@ -72,32 +55,9 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
     return computing_.load(std::memory_order_acquire) < limit() && has_pending();
   }
 
-  /// Runs `slot` on the calling thread if nobody has started it and fewer
-  /// than `parallelism` threads are computing.
-  bool help(std::size_t slot) {
-    if (!enter()) return false;
-    int expected = pending;
-    const bool claimed =
-        slots_[slot]->state.compare_exchange_strong(expected, running, std::memory_order_acq_rel);
-    if (claimed) execute(slot);
-    leave();
-    return claimed;
-  }
-
-  /// Runs the oldest pending slot on the calling thread, within the
-  /// parallelism budget; false if none was run.
-  bool help_oldest() {
-    if (!enter()) return false;
-    std::size_t slot;
-    const bool claimed = claim_oldest(slot);
-    if (claimed) execute(slot);
-    leave();
-    return claimed;
-  }
-
   /// Marks a consumed slot reusable.
   void release(std::size_t slot) noexcept {
-    slots_[slot]->state.store(idle, std::memory_order_release);
+    states_[slot]->state.store(idle, std::memory_order_release);
   }
 
   /// Waits until `ready()` (which reads slot states) is true; woken by every completion.
@@ -108,7 +68,7 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
 
   /// True if some slot waits for a thread to run it.
   bool has_pending() const noexcept {
-    for (auto& s : slots_) {
+    for (const SlotState* s : states_) {
       if (s->state.load(std::memory_order_acquire) == pending) return true;
     }
     return false;
@@ -117,12 +77,12 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
   /// Stops new chunks from starting and waits for the running ones.
   void cancel_and_join() noexcept {
     cancelled_.store(true, std::memory_order_release);
-    for (auto& s : slots_) {
+    for (SlotState* s : states_) {
       int expected = pending;
       s->state.compare_exchange_strong(expected, idle, std::memory_order_acq_rel);
     }
     done_.wait_until([this] {
-      for (auto& s : slots_) {
+      for (const SlotState* s : states_) {
         if (s->state.load(std::memory_order_acquire) == running) return false;
       }
       return true;
@@ -131,12 +91,24 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
 
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
 
- private:
-  struct Slot {
+ protected:
+  struct SlotState {
     std::atomic<int> state{idle};
     std::atomic<std::uint64_t> seq{0};
-    Work work{};
   };
+
+  explicit ChunkScheduler(Runtime* runtime) noexcept : runtime_(runtime) {}
+  ~ChunkScheduler() = default;
+
+  // Publishes a loaded slot for up to `parallelism` threads.
+  void publish(std::size_t slot, std::size_t parallelism) noexcept {
+    SlotState& s = *states_[slot];
+    s.seq.store(next_seq_++, std::memory_order_relaxed);
+    s.state.store(pending, std::memory_order_release);
+    // (Compared with int counters: a parallelism of 2^40 must not wrap to 0.)
+    parallelism_.store(std::min<std::size_t>(parallelism, std::numeric_limits<int>::max()),
+                       std::memory_order_relaxed);
+  }
 
   int limit() const noexcept {
     return static_cast<int>(parallelism_.load(std::memory_order_relaxed));
@@ -151,55 +123,148 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
     }
     return false;
   }
-  // Gives the place back; what is still pending goes to the pool.
-  void leave() {
+  // Gives the place back; true if what is still pending should go to the pool.
+  bool leave() noexcept {
     computing_.fetch_sub(1, std::memory_order_acq_rel);
-    if (!cancelled() && has_pending()) post_worker();
+    return !cancelled() && has_pending();
   }
 
-  // Posts a pool worker unless computing and queued workers fill the places.
-  void post_worker() {
+  // True if a pool worker is to be posted (counted as queued): unless
+  // computing and queued workers fill the places.
+  bool reserve_worker() noexcept {
     int queued = queued_.load(std::memory_order_relaxed);
     for (;;) {
-      if (queued + computing_.load(std::memory_order_acquire) >= limit()) return;
-      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_acq_rel)) break;
+      if (queued + computing_.load(std::memory_order_acquire) >= limit()) return false;
+      if (queued_.compare_exchange_weak(queued, queued + 1, std::memory_order_acq_rel)) return true;
     }
-    runtime_->post([self = this->shared_from_this()] { self->worker(); });
   }
 
-  bool claim_oldest(std::size_t& out) {
+  // A posted worker starts: true if it took a place (else the consumer took
+  // it meanwhile).
+  bool worker_starts() noexcept {
+    queued_.fetch_sub(1, std::memory_order_acq_rel);
+    return enter();
+  }
+  // A worker gives its place back after its loop; true if it is to be
+  // posted again: work submitted after its last look, or left at the end
+  // of its time slice.
+  bool worker_ends(bool sliced) noexcept {
+    computing_.fetch_sub(1, std::memory_order_acq_rel);
+    return !cancelled() && (sliced || has_pending());
+  }
+
+  // Claims `slot` if nobody has started it.
+  bool claim(std::size_t slot) noexcept {
+    int expected = pending;
+    return states_[slot]->state.compare_exchange_strong(expected, running,
+                                                        std::memory_order_acq_rel);
+  }
+
+  bool claim_oldest(std::size_t& out) noexcept {
     for (;;) {
       std::size_t best = none;
       std::uint64_t best_seq = std::numeric_limits<std::uint64_t>::max();
-      for (std::size_t i = 0; i < slots_.size(); ++i) {
-        if (slots_[i]->state.load(std::memory_order_acquire) != pending) continue;
-        const std::uint64_t seq = slots_[i]->seq.load(std::memory_order_relaxed);
+      for (std::size_t i = 0; i < states_.size(); ++i) {
+        if (states_[i]->state.load(std::memory_order_acquire) != pending) continue;
+        const std::uint64_t seq = states_[i]->seq.load(std::memory_order_relaxed);
         if (seq < best_seq) {
           best_seq = seq;
           best = i;
         }
       }
       if (best == none) return false;
-      int expected = pending;
-      if (slots_[best]->state.compare_exchange_strong(expected, running,
-                                                      std::memory_order_acq_rel)) {
+      if (claim(best)) {
         out = best;
         return true;
       }
     }
   }
 
+  // A claimed slot's chunk has run.
+  void finish(std::size_t slot) noexcept {
+    states_[slot]->state.store(done, std::memory_order_release);
+    done_.notify();
+  }
+
+  Runtime* runtime_;
+  std::vector<SlotState*> states_;  // the slots' (owned by ChunkRunner)
+  std::atomic<bool> cancelled_{false};
+
+ private:
+  std::uint64_t next_seq_ = 0;     // consumer only
+  std::atomic<int> computing_{0};  // threads inside execute loops (workers and a helping consumer)
+  std::atomic<int> queued_{0};     // workers posted but not started
+  std::atomic<std::size_t> parallelism_{1};
+  Notifier done_;
+};
+
+/// `Run` is a function object: `void operator()(Work&, const std::atomic<bool>& cancelled) const`.
+/// It must not throw (it records its errors in the Work).
+template <class Work, class Run>
+class ChunkRunner : public ChunkScheduler {
+ public:
+  ChunkRunner(std::size_t capacity, Run run, Runtime* runtime)
+      : ChunkScheduler(runtime), run_(std::move(run)) {
+    slots_.reserve(capacity);
+    states_.reserve(capacity);
+    for (std::size_t i = 0; i < capacity; ++i) {
+      slots_.push_back(std::make_unique<Slot>());
+      states_.push_back(slots_.back().get());
+    }
+  }
+
+  Work& work(std::size_t slot) noexcept { return slots_[slot]->work; }
+  const Run& run() const noexcept { return run_; }
+  Run& run() noexcept { return run_; }
+
+  /// Publishes a loaded slot and makes sure up to `parallelism` pool tasks run.
+  void submit(std::size_t slot, std::size_t parallelism) {
+    publish(slot, parallelism);
+    post_worker();
+  }
+
+  /// Runs `slot` on the calling thread if nobody has started it and fewer
+  /// than `parallelism` threads are computing.
+  bool help(std::size_t slot) {
+    if (!enter()) return false;
+    const bool claimed = claim(slot);
+    if (claimed) execute(slot);
+    if (leave()) post_worker();
+    return claimed;
+  }
+
+  /// Runs the oldest pending slot on the calling thread, within the
+  /// parallelism budget; false if none was run.
+  bool help_oldest() {
+    if (!enter()) return false;
+    std::size_t slot;
+    const bool claimed = claim_oldest(slot);
+    if (claimed) execute(slot);
+    if (leave()) post_worker();
+    return claimed;
+  }
+
+ private:
+  struct Slot : SlotState {
+    Work work{};
+  };
+
+  // Posts a pool worker unless computing and queued workers fill the places.
+  void post_worker() {
+    if (!reserve_worker()) return;
+    runtime_->post(
+        [self = std::static_pointer_cast<ChunkRunner>(shared_from_this())] { self->worker(); });
+  }
+
   void execute(std::size_t slot) {
     run_(slots_[slot]->work, cancelled_);
-    slots_[slot]->state.store(done, std::memory_order_release);
-    done_.notify();
+    finish(slot);
   }
 
   // A pool task: computes pending chunks while it holds a place. After a
   // time slice it re-posts itself, so stages sharing the pool take turns.
   void worker() {
-    queued_.fetch_sub(1, std::memory_order_acq_rel);
-    if (!enter()) return;  // the consumer took the place meanwhile
+    if (!worker_starts()) return;
     const std::int64_t slice_end = now_ns() + 2'000'000;
     std::size_t slot;
     bool sliced = false;
@@ -210,20 +275,11 @@ class ChunkRunner : public std::enable_shared_from_this<ChunkRunner<Work, Run>> 
         break;
       }
     }
-    computing_.fetch_sub(1, std::memory_order_acq_rel);
-    // Work submitted after our last look (or left at the end of the slice).
-    if (!cancelled() && (sliced || has_pending())) post_worker();
+    if (worker_ends(sliced)) post_worker();
   }
 
   Run run_;
-  Runtime* runtime_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::uint64_t next_seq_ = 0;     // consumer only
-  std::atomic<int> computing_{0};  // threads inside execute loops (workers and a helping consumer)
-  std::atomic<int> queued_{0};     // workers posted but not started
-  std::atomic<std::size_t> parallelism_{1};
-  std::atomic<bool> cancelled_{false};
-  Notifier done_;
 };
 
 }  // namespace ingest::detail

@@ -161,6 +161,28 @@ struct PipelineControl {
     return saved;
   }
 
+  // PipelineIterator::restore's work, whatever the stages: checks that
+  // `state` is this pipeline's (its `description` and `fingerprint`),
+  // restores the stages through `restore_stages(stages, reader)` and notes
+  // what stats() shows.
+  void restore(const IteratorState& state, const std::vector<StageDescription>& description,
+               std::uint64_t fingerprint, void* stages,
+               void (*restore_stages)(void*, StateReader&)) {
+    StateReader r(state.payload(), IteratorState::header_bytes, state.storage());
+    const std::vector<StageDescription> saved = read_stages(r);
+    if (state.fingerprint() != fingerprint || saved != description)
+      throw_other_pipeline(state, saved, description, fingerprint);
+    if (model) model->checkpointed.store(true, std::memory_order_relaxed);
+    const std::int64_t start = now_ns();
+    restore_stages(stages, r);
+    r.finish();
+    if (model) {  // stats() shows what the restore replayed
+      model->last_restore_ns.store(now_ns() - start, std::memory_order_relaxed);
+      model->last_restore_replayed.store(r.replayed(), std::memory_order_relaxed);
+      model->restored.store(true, std::memory_order_relaxed);
+    }
+  }
+
   // "checkpoint was saved from a different pipeline: stage 2 (from the last)
   // is 'batch' in both, with other parameters; saved: ..., this pipeline: ..."
   [[noreturn]] static void throw_other_pipeline(const IteratorState& state,
@@ -332,20 +354,8 @@ class PipelineIterator {
   /// this). A state of another pipeline is InvalidArgument naming the first
   /// stage that differs.
   void restore(const IteratorState& state) {
-    StateReader r(state.payload(), IteratorState::header_bytes, state.storage());
-    const std::vector<detail::StageDescription> saved = detail::PipelineControl::read_stages(r);
-    if (state.fingerprint() != fingerprint() || saved != description())
-      detail::PipelineControl::throw_other_pipeline(state, saved, description(), fingerprint());
-    detail::Model* model = control_.model.get();
-    if (model) model->checkpointed.store(true, std::memory_order_relaxed);
-    const std::int64_t start = detail::now_ns();
-    it_.restore(r);
-    r.finish();
-    if (model) {  // stats() shows what the restore replayed
-      model->last_restore_ns.store(detail::now_ns() - start, std::memory_order_relaxed);
-      model->last_restore_replayed.store(r.replayed(), std::memory_order_relaxed);
-      model->restored.store(true, std::memory_order_relaxed);
-    }
+    control_.restore(state, description(), fingerprint(), std::addressof(it_),
+                     [](void* it, StateReader& r) { static_cast<It*>(it)->restore(r); });
   }
 
   /// Per-stage statistics so far: elements, bytes, self time per element,
