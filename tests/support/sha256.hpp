@@ -2,17 +2,20 @@
 // expected digests without OpenSSL.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 namespace ingest::testing {
 
-/// Lower-case hex SHA-256 of `data`.
-inline std::string sha256_hex(std::string_view data) {
-  static constexpr std::array<std::uint32_t, 64> k = {
+namespace sha256_detail {
+// One 64-byte block into the state `h`. Plain arrays, scalars and shifts, no
+// calls: the sanitizer builds run this at -O0 over megabytes of fixtures,
+// where each std::array subscript and lambda would be a call.
+inline void block(std::uint32_t (&h)[8], const unsigned char* p) {
+  static constexpr std::uint32_t k[64] = {
       0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
       0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
       0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
@@ -23,44 +26,68 @@ inline std::string sha256_hex(std::string_view data) {
       0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
       0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
       0xc67178f2};
-  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  auto rotr = [](std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
-  std::string msg(data);
+  std::uint32_t w[64];
+  for (int i = 0; i < 16; ++i) {
+    w[i] = (std::uint32_t{p[4 * i]} << 24) | (std::uint32_t{p[4 * i + 1]} << 16) |
+           (std::uint32_t{p[4 * i + 2]} << 8) | std::uint32_t{p[4 * i + 3]};
+  }
+  for (int i = 16; i < 64; ++i) {
+    const std::uint32_t x = w[i - 15], y = w[i - 2];
+    const std::uint32_t s0 = ((x >> 7) | (x << 25)) ^ ((x >> 18) | (x << 14)) ^ (x >> 3);
+    const std::uint32_t s1 = ((y >> 17) | (y << 15)) ^ ((y >> 19) | (y << 13)) ^ (y >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], t = h[7];
+  for (int i = 0; i < 64; ++i) {
+    const std::uint32_t s1 =
+        ((e >> 6) | (e << 26)) ^ ((e >> 11) | (e << 21)) ^ ((e >> 25) | (e << 7));
+    const std::uint32_t ch = (e & f) ^ (~e & g);
+    const std::uint32_t t1 = t + s1 + ch + k[i] + w[i];
+    const std::uint32_t s0 =
+        ((a >> 2) | (a << 30)) ^ ((a >> 13) | (a << 19)) ^ ((a >> 22) | (a << 10));
+    const std::uint32_t t2 = s0 + ((a & b) ^ (a & c) ^ (b & c));
+    t = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+  h[5] += f;
+  h[6] += g;
+  h[7] += t;
+}
+}  // namespace sha256_detail
+
+/// Lower-case hex SHA-256 of `data`.
+inline std::string sha256_hex(std::string_view data) {
+  std::uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  const std::size_t blocks = data.size() / 64;
+  for (std::size_t i = 0; i < blocks; ++i) sha256_detail::block(h, p + 64 * i);
+  // The padded end: the bytes after the last whole block, 0x80, zeros and
+  // the length in bits (big-endian), in one block or two.
+  unsigned char tail[128] = {};
+  const std::size_t rest = data.size() % 64;
+  if (rest > 0) std::memcpy(tail, p + 64 * blocks, rest);
+  tail[rest] = 0x80;
+  const std::size_t tail_size = rest < 56 ? 64 : 128;
   const std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
-  msg += static_cast<char>(0x80);
-  while (msg.size() % 64 != 56) msg += '\0';
-  for (int i = 7; i >= 0; --i) msg += static_cast<char>((bits >> (8 * i)) & 0xff);
-  for (std::size_t off = 0; off < msg.size(); off += 64) {
-    std::uint32_t w[64];
-    for (int i = 0; i < 16; ++i) {
-      w[i] = 0;
-      for (int j = 0; j < 4; ++j) {
-        w[i] = (w[i] << 8) | static_cast<unsigned char>(msg[off + 4 * i + j]);
-      }
-    }
-    for (int i = 16; i < 64; ++i) {
-      const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    auto v = h;
-    for (int i = 0; i < 64; ++i) {
-      const std::uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
-      const std::uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
-      const std::uint32_t t1 = v[7] + s1 + ch + k[i] + w[i];
-      const std::uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
-      const std::uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-      const std::uint32_t t2 = s0 + maj;
-      v = {t1 + t2, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
-    }
-    for (int i = 0; i < 8; ++i) h[i] += v[i];
-  }
+  for (std::size_t i = 0; i < 8; ++i)
+    tail[tail_size - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  sha256_detail::block(h, tail);
+  if (tail_size == 128) sha256_detail::block(h, tail + 64);
   static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (std::uint32_t x : h) {
-    for (int i = 28; i >= 0; i -= 4) out += digits[(x >> i) & 0xf];
-  }
+  std::string out(64, '0');
+  for (std::size_t i = 0; i < 64; ++i) out[i] = digits[(h[i / 8] >> (28 - 4 * (i % 8))) & 0xf];
   return out;
 }
 
